@@ -366,12 +366,9 @@ impl Plan {
                 }
             }
         }
-        for r in 0..n {
-            if cursor[r] < self.ops[r].len() {
-                return Err(PlanError(format!(
-                    "deadlock: rank {r} can never issue op {}",
-                    cursor[r]
-                )));
+        for (r, (&c, ops)) in cursor.iter().zip(&self.ops).enumerate() {
+            if c < ops.len() {
+                return Err(PlanError(format!("deadlock: rank {r} can never issue op {c}")));
             }
         }
         Ok(())
