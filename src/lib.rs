@@ -7,8 +7,21 @@
 //!                                               sim (flow model)   profile <-- estimate
 //! ```
 //!
-//! Everything above `exec` is pure Rust with no MPI dependency, so it is tested at scales one
-//! machine cannot launch. `runtime` holds per-communicator state; `capi` is the C ABI.
+//! Everything above `exec` (topology, probe's protocol, infer, plan, sim, estimate) is pure Rust
+//! with no MPI dependency, so it is tested at scales one machine cannot launch. `exec`,
+//! `runtime` (per-communicator state), `profile` (gathering) and `capi` (the C ABI) use MPI.
 
+// Pure modules.
+pub mod estimate;
+pub mod infer;
 pub mod plan;
+pub mod probe;
+pub mod sim;
 pub mod topology;
+pub mod util;
+
+// MPI-facing modules.
+pub mod capi;
+pub mod exec;
+pub mod profile;
+pub mod runtime;

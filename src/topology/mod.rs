@@ -628,3 +628,5 @@ mod tests {
         assert!(b.build().unwrap_err().to_string().contains("rank 0 is missing"));
     }
 }
+pub mod io;
+pub use io::RttMatrix;

@@ -1,5 +1,52 @@
-//! `treecast` command-line interface.
+//! `treecast` command-line interface (DESIGN.md section 4).
+//!
+//! Exit codes: 0 success, 2 bad input (one-line error naming file/line/field), 1 other failure.
+//! Each subcommand lives in its own file with its clap `Args` and a `run` function.
+
+use clap::{Parser, Subcommand};
+
+mod cli_error;
+mod estimate;
+mod infer;
+mod plan;
+mod simulate;
+
+use cli_error::CliError;
+
+#[derive(Parser)]
+#[command(
+    name = "treecast",
+    version,
+    about = "Topology-aware MPI broadcast: infer, plan, simulate, estimate, probe, bench"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Infer a switch tree from an RTT matrix, or evaluate inference on a model topology.
+    Infer(infer::Args),
+    /// Compute a broadcast plan for a topology.
+    Plan(plan::Args),
+    /// Simulate a broadcast or all-to-all on a topology (flow-level).
+    Simulate(simulate::Args),
+    /// Expected maximum and quantiles of collective time from latency models or samples.
+    Estimate(estimate::Args),
+}
+
 fn main() {
-    eprintln!("treecast: no subcommands yet");
-    std::process::exit(2);
+    env_logger::Builder::from_env(env_logger::Env::default().filter_or("TREECAST_LOG", "warn")).init();
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Infer(a) => infer::run(a),
+        Command::Plan(a) => plan::run(a),
+        Command::Simulate(a) => simulate::run(a),
+        Command::Estimate(a) => estimate::run(a),
+    };
+    if let Err(e) = result {
+        eprintln!("treecast: {e}");
+        std::process::exit(e.exit_code());
+    }
 }

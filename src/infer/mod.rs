@@ -1,0 +1,1 @@
+//! infer (being written).

@@ -1,0 +1,3 @@
+//! Small shared helpers.
+
+pub mod rng;
