@@ -1,1 +1,97 @@
-//! probe (being written).
+//! Measuring the network: the ping-pong protocol, the `Prober` trait and its pure implementations.
+//!
+//! Inference is host-level: ranks on one host are grouped exactly (by
+//! `MPI_Comm_split_type(MPI_COMM_TYPE_SHARED)` in a real job, by the `node` vertices of a model
+//! topology in simulation) and one leader per host takes part in probing. Hosts are numbered
+//! `0..num_hosts()`.
+//!
+//! Probing proceeds in **rounds**. A round is a set of *disjoint* host pairs measured
+//! concurrently; the coordinator (rank 0 in MPI) decides each round from everything measured so
+//! far, so one round costs a broadcast of the pair list, the measurements themselves (the slowest
+//! pair dominates), and a gather of the results. Inference therefore tries to need few rounds,
+//! with many pairs per round, and few pairs in total.
+//!
+//! The per-pair protocol ([`ping_pair`], seed 002 section 4.1) is pure and shared by every
+//! implementation: it is driven by a closure performing one round trip.
+//!
+//! Implementations: [`SimProber`] (a true tree plus a noise model, any scale, virtual time),
+//! [`MatrixProber`] (a measured RTT matrix), and the MPI prober (in the MPI-facing part of the
+//! crate), all obeying the contract documented on [`Prober`].
+
+mod ledger;
+mod matrix;
+mod noise;
+mod protocol;
+mod rounds;
+mod sim;
+
+pub use ledger::{ProbeLedger, ProbeStats};
+pub use matrix::MatrixProber;
+pub use noise::{LoadedHost, NoiseModel, NoiseSpec, Outliers};
+pub use protocol::{ping_pair, PairMeasurement, PingSpec};
+pub use rounds::{check_round, matching_rounds, round_robin_rounds};
+pub use sim::{bandwidth_shares, host_vertices, SimProber};
+
+use std::fmt;
+
+/// Why probing failed. Carries a one-line message naming the hosts involved.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ProbeError {
+    /// The caller asked for something invalid (host out of range, pairs not disjoint, ...).
+    BadRequest(String),
+    /// A pair that was asked for cannot be measured (e.g. missing from an RTT matrix).
+    Missing(String),
+    /// The transport failed (MPI error, peer lost).
+    Transport(String),
+}
+
+impl fmt::Display for ProbeError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ProbeError::BadRequest(m) | ProbeError::Missing(m) | ProbeError::Transport(m) => f.write_str(m),
+        }
+    }
+}
+
+impl std::error::Error for ProbeError {}
+
+/// Access to the job's hosts for measuring the network between them.
+///
+/// # Contract (every implementation, including the MPI one)
+/// - Hosts are `0..num_hosts()`; `host_name(h)` is stable and unique (the MPI prober uses the
+///   processor name of each host's leader).
+/// - `ping_round(pairs, spec)`: `pairs` must be disjoint (no host twice), each `(a, b)` with
+///   `a != b`, both in range — check with [`check_round`] and return `BadRequest` otherwise.
+///   All pairs are measured **concurrently**; for each pair, host `a` runs [`ping_pair`] with
+///   `spec` against `b` (its closure does one small-message round trip and returns its duration
+///   in seconds) while `b` answers each ping until `a` tells it to stop. Hosts not in any pair
+///   wait politely (no busy polling, DESIGN.md section 5). The result has one
+///   [`PairMeasurement`] per pair, **in the order of `pairs`**, with `a`/`b` as given.
+/// - `bandwidth_round(pairs, bytes)`: same pairing rules; `a` sends `bytes` to `b` while every
+///   other pair of the round transfers at the same time; returns the achieved rate in bytes/s
+///   per pair, in order.
+/// - `stats()`: rounds, pairs and time spent so far; keep them in a [`ProbeLedger`]. Time is
+///   wall-clock seconds for real probing and virtual seconds for simulation, and includes the
+///   coordination of each round (broadcast of the pair list, gather of the results).
+///
+/// # What the MPI implementation must do per call
+/// The coordinator (rank 0) calls the method; every host leader runs a matching loop:
+/// 1. coordinator broadcasts the round (kind, `spec`/`bytes`, pair list; an empty list with a
+///    "done" kind ends the loop) to all host leaders;
+/// 2. each leader finds its pair (if any): as `a` it runs [`ping_pair`] (or the bulk send) with
+///    its partner, as `b` it serves pings until the stop message; otherwise it waits politely
+///    (e.g. `MPI_Ibarrier` + `MPI_Test` + `nanosleep`);
+/// 3. leaders `a` send their [`PairMeasurement`] (postcard) back — a gather to the coordinator,
+///    which reorders them to match `pairs` and records the round in its ledger.
+pub trait Prober {
+    /// Number of hosts (one leader each).
+    fn num_hosts(&self) -> usize;
+    /// Unique, stable name of host `h` (used to name the leaves of the inferred tree).
+    fn host_name(&self, h: usize) -> &str;
+    /// Measure the RTT of every pair concurrently with the ping-pong protocol.
+    fn ping_round(&mut self, pairs: &[(usize, usize)], spec: &PingSpec) -> Result<Vec<PairMeasurement>, ProbeError>;
+    /// Measure the bandwidth (bytes/s) of every pair concurrently with a `bytes`-long transfer a -> b.
+    fn bandwidth_round(&mut self, pairs: &[(usize, usize)], bytes: u64) -> Result<Vec<f64>, ProbeError>;
+    /// Accounting of everything probed so far.
+    fn stats(&self) -> &ProbeStats;
+}

@@ -1,0 +1,227 @@
+//! The per-pair RTT protocol of seed 002 section 4.1, independent of the transport.
+//!
+//! Repeated small-message ping-pong keeping the **minimum** (queueing and scheduling only ever add
+//! delay, so the minimum is the estimate of the path's own latency); a set stops after
+//! `patience` consecutive round trips that do not improve the minimum, or after
+//! `max_round_trips`; `sets` independent sets give `sets` minima whose spread (max - min) is the
+//! jitter *interval* inference uses to decide whether two branch points coincide.
+//!
+//! Every sample is kept: the estimate module fits latency distributions to them.
+
+use serde::{Deserialize, Serialize};
+
+/// Parameters of the ping-pong protocol. Defaults are the paper's: 10 / 30 / 3.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PingSpec {
+    /// Stop a set after this many consecutive round trips that do not lower its minimum.
+    pub patience: u32,
+    /// Stop a set after this many round trips in all.
+    pub max_round_trips: u32,
+    /// Number of sets (each yields one minimum).
+    pub sets: u32,
+    /// Payload of each ping and pong, bytes (small: latency, not bandwidth, is measured).
+    pub message_bytes: u32,
+}
+
+impl Default for PingSpec {
+    fn default() -> Self {
+        PingSpec {
+            patience: 10,
+            max_round_trips: 30,
+            sets: 3,
+            message_bytes: 8,
+        }
+    }
+}
+
+/// The outcome of measuring one pair: every sample, grouped in sets.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PairMeasurement {
+    /// The host that initiated the pings.
+    pub a: usize,
+    /// The host that answered.
+    pub b: usize,
+    /// Every round-trip time in seconds, in the order measured, sets one after another.
+    pub samples_s: Vec<f64>,
+    /// Number of samples in each set (sums to `samples_s.len()`).
+    pub set_len: Vec<u32>,
+}
+
+impl PairMeasurement {
+    /// A measurement that consists of given set minima only (e.g. from an RTT matrix: one
+    /// "sample" per set).
+    pub fn from_set_minima(a: usize, b: usize, minima_s: &[f64]) -> Self {
+        PairMeasurement {
+            a,
+            b,
+            samples_s: minima_s.to_vec(),
+            set_len: vec![1; minima_s.len()],
+        }
+    }
+
+    /// The minimum of each set.
+    pub fn set_minima_s(&self) -> Vec<f64> {
+        let mut out = Vec::with_capacity(self.set_len.len());
+        let mut start = 0usize;
+        for &n in &self.set_len {
+            let end = start + n as usize;
+            out.push(self.samples_s[start..end].iter().copied().fold(f64::INFINITY, f64::min));
+            start = end;
+        }
+        out
+    }
+
+    /// The RTT estimate: the smallest sample of all sets (seconds).
+    pub fn rtt_s(&self) -> f64 {
+        self.samples_s.iter().copied().fold(f64::INFINITY, f64::min)
+    }
+
+    /// The paper's jitter interval: max - min of the set minima (seconds).
+    pub fn interval_s(&self) -> f64 {
+        let m = self.set_minima_s();
+        let hi = m.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        let lo = m.iter().copied().fold(f64::INFINITY, f64::min);
+        if m.is_empty() {
+            0.0
+        } else {
+            hi - lo
+        }
+    }
+
+    /// Jitter interval ignoring the worst set: the spread of all set minima but the largest.
+    ///
+    /// Why: one set hit by a scheduling stall (DESIGN.md section 5: a descheduled pair reads
+    /// milliseconds instead of microseconds) would otherwise make the interval, and with it the
+    /// snapping tolerance, absurdly wide, while the minimum over sets already ignores the stall.
+    /// With fewer than three sets this equals [`interval_s`](Self::interval_s).
+    pub fn robust_interval_s(&self) -> f64 {
+        let mut m = self.set_minima_s();
+        if m.len() < 3 {
+            return self.interval_s();
+        }
+        m.sort_by(f64::total_cmp);
+        m[m.len() - 2] - m[0]
+    }
+
+    /// Time the measurement took: the sum of its round trips (seconds).
+    pub fn duration_s(&self) -> f64 {
+        self.samples_s.iter().sum()
+    }
+}
+
+/// Run the protocol for pair `(a, b)`: `round_trip()` performs one ping-pong and returns its
+/// duration in seconds (the MPI prober times a send/receive of `spec.message_bytes`; the
+/// simulated prober draws from its noise model). Errors from the closure abort the measurement.
+pub fn ping_pair<E>(
+    a: usize,
+    b: usize,
+    spec: &PingSpec,
+    mut round_trip: impl FnMut() -> Result<f64, E>,
+) -> Result<PairMeasurement, E> {
+    let sets = spec.sets.max(1);
+    let max_rt = spec.max_round_trips.max(1);
+    let mut samples = Vec::with_capacity((sets * max_rt.min(64)) as usize);
+    let mut set_len = Vec::with_capacity(sets as usize);
+    for _ in 0..sets {
+        let mut best = f64::INFINITY;
+        let mut since_improvement = 0u32;
+        let mut n = 0u32;
+        while n < max_rt {
+            let t = round_trip()?;
+            samples.push(t);
+            n += 1;
+            if t < best {
+                best = t;
+                since_improvement = 0;
+            } else {
+                since_improvement += 1;
+                if since_improvement >= spec.patience {
+                    break;
+                }
+            }
+        }
+        set_len.push(n);
+    }
+    Ok(PairMeasurement {
+        a,
+        b,
+        samples_s: samples,
+        set_len,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(seq: &[f64], spec: &PingSpec) -> PairMeasurement {
+        let mut it = seq.iter().copied().cycle();
+        ping_pair::<()>(0, 1, spec, || Ok(it.next().unwrap())).unwrap()
+    }
+
+    #[test]
+    fn constant_rtt_stops_after_patience() {
+        // First sample sets the minimum, the next 10 do not improve: 11 per set, 33 in all.
+        let m = run(&[5e-6], &PingSpec::default());
+        assert_eq!(m.set_len, vec![11, 11, 11]);
+        assert_eq!(m.samples_s.len(), 33);
+        assert_eq!(m.rtt_s(), 5e-6);
+        assert_eq!(m.interval_s(), 0.0);
+        assert!((m.duration_s() - 33.0 * 5e-6).abs() < 1e-15);
+    }
+
+    #[test]
+    fn always_improving_stops_at_the_cap() {
+        // A strictly decreasing sequence improves every time: each set runs to 30.
+        let seq: Vec<f64> = (0..200).map(|i| 1.0 - i as f64 * 1e-3).collect();
+        let m = run(&seq, &PingSpec::default());
+        assert_eq!(m.set_len, vec![30, 30, 30]);
+        // Set minima are the last sample of each set: 0.971, 0.941, 0.911.
+        let mins = m.set_minima_s();
+        assert!(
+            (mins[0] - 0.971).abs() < 1e-12 && (mins[2] - 0.911).abs() < 1e-12,
+            "{mins:?}"
+        );
+        assert!((m.interval_s() - 0.06).abs() < 1e-12);
+        assert!((m.robust_interval_s() - 0.03).abs() < 1e-12);
+        assert!((m.rtt_s() - 0.911).abs() < 1e-12);
+    }
+
+    #[test]
+    fn improvement_resets_patience() {
+        // 3, then 9 non-improving 4s, then 2 (improves), then 10 non-improving: 21 samples.
+        let mut seq = vec![3.0];
+        seq.extend(std::iter::repeat(4.0).take(9));
+        seq.push(2.0);
+        seq.extend(std::iter::repeat(4.0).take(10));
+        let spec = PingSpec {
+            sets: 1,
+            ..PingSpec::default()
+        };
+        let m = run(&seq, &spec);
+        assert_eq!(m.set_len, vec![21]);
+        assert_eq!(m.rtt_s(), 2.0);
+    }
+
+    #[test]
+    fn closure_errors_abort() {
+        let mut n = 0;
+        let r = ping_pair(0, 1, &PingSpec::default(), || {
+            n += 1;
+            if n == 5 {
+                Err("lost peer")
+            } else {
+                Ok(1.0)
+            }
+        });
+        assert_eq!(r.unwrap_err(), "lost peer");
+    }
+
+    #[test]
+    fn robust_interval_ignores_one_stalled_set() {
+        let m = PairMeasurement::from_set_minima(0, 1, &[20e-6, 13e-3, 21e-6]);
+        assert!((m.interval_s() - (13e-3 - 20e-6)).abs() < 1e-12);
+        assert!((m.robust_interval_s() - 1e-6).abs() < 1e-12);
+        assert_eq!(m.rtt_s(), 20e-6);
+    }
+}

@@ -1,0 +1,475 @@
+//! The simulated prober: a known tree, a noise model and a virtual clock.
+//!
+//! It exercises exactly the code paths of real probing (rounds of disjoint pairs, the ping-pong
+//! protocol, bulk transfers) at any scale, deterministically for a seed.
+//!
+//! **Virtual time of a round** = pair-list broadcast + slowest measurement + result gather.
+//! The coordinator is host 0; broadcast and gather run over a binomial tree in host order (what
+//! `MPI_Bcast` / `MPI_Gather` do for small messages), each message costing the one-way path
+//! latency plus its size over the path bandwidth in the true tree. The broadcast carries 16 bytes
+//! per pair; the gather carries, per measured pair, 16 bytes plus 8 per sample (all samples are
+//! kept). A ping measurement takes the sum of its round trips; a bulk transfer takes the path
+//! latency plus `bytes` over its max-min fair share of the bottleneck.
+
+use super::noise::{NoiseModel, NoiseSpec, Outliers};
+use super::{check_round, ping_pair, PairMeasurement, PingSpec, ProbeError, ProbeLedger, ProbeStats, Prober};
+use crate::topology::{Duplex, Topology, VertexId, VertexKind};
+use crate::util::rng::Rng;
+use std::collections::HashMap;
+
+/// The host vertices of a topology: its `node` vertices when it has any (a rank-level tree:
+/// ranks are grouped by the node they hang from, as `MPI_Comm_split_type` groups them), plus any
+/// rank hanging directly from a switch; for a host-level tree without nodes, its leaves.
+pub fn host_vertices(topo: &Topology) -> Vec<VertexId> {
+    let nodes = topo.vertices_of_kind(VertexKind::Node);
+    if nodes.is_empty() {
+        return topo.leaves();
+    }
+    let mut out = nodes;
+    for r in topo.vertices_of_kind(VertexKind::Rank) {
+        let under_node = topo
+            .neighbors(r)
+            .iter()
+            .any(|&(u, _)| topo.vertex(u).kind == VertexKind::Node);
+        if !under_node {
+            out.push(r);
+        }
+    }
+    out.sort_unstable();
+    out
+}
+
+/// Max-min fair rates (bytes/s) of concurrent bulk flows `from -> to` on `topo`.
+///
+/// Full-duplex links carry each direction independently; half-duplex links share one capacity
+/// (the a->b bandwidth) between both directions. A flow whose path has only infinite-bandwidth
+/// links gets an infinite rate.
+pub fn bandwidth_shares(topo: &Topology, flows: &[(VertexId, VertexId)]) -> Vec<f64> {
+    // Resource key: (link, direction) for full duplex, (link, true) for half duplex.
+    let mut cap: HashMap<(usize, bool), f64> = HashMap::new();
+    let mut users: Vec<Vec<(usize, bool)>> = Vec::with_capacity(flows.len());
+    for &(a, b) in flows {
+        let mut res = Vec::new();
+        for d in topo.path(a, b) {
+            let link = topo.link(d.link);
+            let key = if link.duplex == Duplex::Half {
+                (d.link, true)
+            } else {
+                (d.link, d.forward)
+            };
+            let c = if link.duplex == Duplex::Half {
+                link.ab.bandwidth_bps
+            } else {
+                link.dir(d.forward).bandwidth_bps
+            };
+            if c.is_finite() {
+                cap.insert(key, c);
+                res.push(key);
+            }
+        }
+        users.push(res);
+    }
+    let mut rate = vec![f64::INFINITY; flows.len()];
+    let mut frozen = vec![false; flows.len()];
+    loop {
+        // Fair share of every resource among its unfrozen flows; freeze the tightest.
+        let mut count: HashMap<(usize, bool), usize> = HashMap::new();
+        for (f, res) in users.iter().enumerate() {
+            if !frozen[f] {
+                for &k in res {
+                    *count.entry(k).or_default() += 1;
+                }
+            }
+        }
+        let tightest = count
+            .iter()
+            .map(|(&k, &n)| (cap[&k] / n as f64, k))
+            .min_by(|x, y| x.0.total_cmp(&y.0).then(x.1.cmp(&y.1)));
+        let Some((share, key)) = tightest else { break };
+        for f in 0..flows.len() {
+            if !frozen[f] && users[f].contains(&key) {
+                frozen[f] = true;
+                rate[f] = share;
+                for &k in &users[f] {
+                    *cap.get_mut(&k).unwrap() -= share;
+                }
+            }
+        }
+    }
+    rate
+}
+
+/// A prober over a known tree with simulated noise and a virtual clock.
+#[derive(Clone, Debug)]
+pub struct SimProber {
+    topo: Topology,
+    hosts: Vec<VertexId>,
+    names: Vec<String>,
+    /// One-way latency `lat[a * n + b]` from host a to host b (seconds).
+    lat: Vec<f64>,
+    /// Path bandwidth `bw[a * n + b]` (bytes/s).
+    bw: Vec<f64>,
+    /// Minimum extra one-way delay of each host (0 unless loaded), seconds.
+    extra: Vec<f64>,
+    jitter: NoiseSpec,
+    outliers: Outliers,
+    rng: Rng,
+    ledger: ProbeLedger,
+}
+
+impl SimProber {
+    /// Probe the hosts of `topo` (see [`host_vertices`]) under `noise`, deterministically for `seed`.
+    pub fn new(topo: &Topology, noise: NoiseModel, seed: u64) -> Result<SimProber, ProbeError> {
+        let hosts = host_vertices(topo);
+        if hosts.is_empty() {
+            return Err(ProbeError::BadRequest("topology has no hosts to probe".into()));
+        }
+        let n = hosts.len();
+        let names: Vec<String> = hosts.iter().map(|&v| topo.vertex(v).name.clone()).collect();
+        let mut extra = vec![0.0; n];
+        for l in &noise.loaded {
+            let i = names.iter().position(|s| *s == l.host).ok_or_else(|| {
+                ProbeError::BadRequest(format!("loaded host '{}' is not a host of the topology", l.host))
+            })?;
+            extra[i] = l.extra_s;
+        }
+        let (lat, bw) = host_distances(topo, &hosts);
+        Ok(SimProber {
+            topo: topo.clone(),
+            hosts,
+            names,
+            lat,
+            bw,
+            extra,
+            jitter: noise.jitter,
+            outliers: noise.outliers,
+            rng: Rng::new(seed),
+            ledger: ProbeLedger::new(n),
+        })
+    }
+
+    /// The vertex of host `h` in the true tree.
+    pub fn host_vertex(&self, h: usize) -> VertexId {
+        self.hosts[h]
+    }
+
+    /// The true tree.
+    pub fn topology(&self) -> &Topology {
+        &self.topo
+    }
+
+    /// The noise-free RTT between two hosts (seconds).
+    pub fn true_rtt(&self, a: usize, b: usize) -> f64 {
+        let n = self.hosts.len();
+        self.lat[a * n + b] + self.lat[b * n + a]
+    }
+
+    /// Virtual time of broadcasting `bcast_bytes` from host 0 and gathering `gather_bytes[h]`
+    /// from every host, over binomial trees in host order.
+    fn coordination_s(&self, bcast_bytes: f64, gather_bytes: &[f64]) -> f64 {
+        let n = self.hosts.len();
+        if n < 2 {
+            return 0.0;
+        }
+        let cost = |from: usize, to: usize, bytes: f64| {
+            let bw = self.bw[from * n + to];
+            self.lat[from * n + to] + if bw.is_finite() { bytes / bw } else { 0.0 }
+        };
+        // Binomial tree: the parent of i is i with its lowest set bit cleared; a parent sends to
+        // its children largest subtree first, each send occupying it for the payload's
+        // serialisation time.
+        let mut recv = vec![0.0f64; n];
+        let mut bcast_end = 0.0f64;
+        for i in 0..n {
+            let low = if i == 0 {
+                n.next_power_of_two()
+            } else {
+                i & i.wrapping_neg()
+            };
+            let mut busy_until = recv[i];
+            let mut mask = low >> 1;
+            while mask > 0 {
+                let c = i + mask;
+                if c < n {
+                    let ser = {
+                        let bw = self.bw[i * n + c];
+                        if bw.is_finite() {
+                            bcast_bytes / bw
+                        } else {
+                            0.0
+                        }
+                    };
+                    recv[c] = busy_until + cost(i, c, bcast_bytes);
+                    busy_until += ser;
+                    bcast_end = bcast_end.max(recv[c]);
+                }
+                mask >>= 1;
+            }
+        }
+        // Gather up the same tree: a host forwards once all its children's data arrived.
+        let mut ready = vec![0.0f64; n];
+        let mut bytes: Vec<f64> = gather_bytes.to_vec();
+        for i in (1..n).rev() {
+            let p = i & (i - 1);
+            let arrive = ready[i] + cost(i, p, bytes[i]);
+            ready[p] = ready[p].max(arrive);
+            bytes[p] += bytes[i];
+        }
+        bcast_end + ready[0]
+    }
+
+    /// One simulated round trip between hosts a and b.
+    fn round_trip(&mut self, a: usize, b: usize, stall: f64) -> f64 {
+        let n = self.hosts.len();
+        let one_way = |rng: &mut Rng, from: usize, to: usize| {
+            let mut t = self.lat[from * n + to] + self.jitter.sample(rng);
+            t = t.max(0.0);
+            for h in [from, to] {
+                if self.extra[h] > 0.0 {
+                    t += self.extra[h] * (1.0 - (1.0 - rng.f64()).ln());
+                }
+            }
+            t
+        };
+        let mut rng = self.rng.clone();
+        let mut t = one_way(&mut rng, a, b) + one_way(&mut rng, b, a) + stall;
+        if self.outliers.spike_prob > 0.0 && rng.f64() < self.outliers.spike_prob {
+            t += rng.f64() * self.outliers.spike_max_s;
+        }
+        self.rng = rng;
+        t
+    }
+}
+
+/// One-way latency and path bandwidth between all host pairs (row-major), by one tree walk per host.
+fn host_distances(topo: &Topology, hosts: &[VertexId]) -> (Vec<f64>, Vec<f64>) {
+    let n = hosts.len();
+    let nv = topo.num_vertices();
+    let mut host_index = vec![usize::MAX; nv];
+    for (i, &v) in hosts.iter().enumerate() {
+        host_index[v] = i;
+    }
+    let mut lat = vec![0.0; n * n];
+    let mut bw = vec![f64::INFINITY; n * n];
+    let mut dist = vec![0.0f64; nv];
+    let mut minbw = vec![f64::INFINITY; nv];
+    let mut seen = vec![false; nv];
+    let mut stack = Vec::new();
+    for (i, &src) in hosts.iter().enumerate() {
+        seen.iter_mut().for_each(|s| *s = false);
+        dist[src] = 0.0;
+        minbw[src] = f64::INFINITY;
+        seen[src] = true;
+        stack.push(src);
+        while let Some(u) = stack.pop() {
+            for &(w, l) in topo.neighbors(u) {
+                if !seen[w] {
+                    seen[w] = true;
+                    let link = topo.link(l);
+                    let d = link.dir(link.a == u);
+                    dist[w] = dist[u] + d.latency_s;
+                    minbw[w] = minbw[u].min(d.bandwidth_bps);
+                    if host_index[w] != usize::MAX {
+                        lat[i * n + host_index[w]] = dist[w];
+                        bw[i * n + host_index[w]] = minbw[w];
+                    }
+                    stack.push(w);
+                }
+            }
+        }
+    }
+    (lat, bw)
+}
+
+impl Prober for SimProber {
+    fn num_hosts(&self) -> usize {
+        self.hosts.len()
+    }
+
+    fn host_name(&self, h: usize) -> &str {
+        &self.names[h]
+    }
+
+    fn ping_round(&mut self, pairs: &[(usize, usize)], spec: &PingSpec) -> Result<Vec<PairMeasurement>, ProbeError> {
+        let n = self.hosts.len();
+        check_round(n, pairs)?;
+        let mut out = Vec::with_capacity(pairs.len());
+        let mut slowest = 0.0f64;
+        let mut gather = vec![0.0f64; n];
+        for &(a, b) in pairs {
+            let stall = if self.outliers.stall_prob > 0.0 && self.rng.f64() < self.outliers.stall_prob {
+                let (lo, hi) = self.outliers.stall_s;
+                lo + self.rng.f64() * (hi - lo)
+            } else {
+                0.0
+            };
+            let m = ping_pair::<std::convert::Infallible>(a, b, spec, || Ok(self.round_trip(a, b, stall)))
+                .unwrap_or_else(|e| match e {});
+            slowest = slowest.max(m.duration_s());
+            gather[a] += 16.0 + 8.0 * m.samples_s.len() as f64;
+            out.push(m);
+        }
+        let coord = self.coordination_s(16.0 * pairs.len() as f64, &gather);
+        self.ledger.ping_round(pairs, slowest, coord);
+        Ok(out)
+    }
+
+    fn bandwidth_round(&mut self, pairs: &[(usize, usize)], bytes: u64) -> Result<Vec<f64>, ProbeError> {
+        let n = self.hosts.len();
+        check_round(n, pairs)?;
+        let flows: Vec<(VertexId, VertexId)> = pairs.iter().map(|&(a, b)| (self.hosts[a], self.hosts[b])).collect();
+        let rates = bandwidth_shares(&self.topo, &flows);
+        let mut slowest = 0.0f64;
+        for (&(a, b), &r) in pairs.iter().zip(&rates) {
+            let t = self.lat[a * n + b] + if r.is_finite() { bytes as f64 / r } else { 0.0 };
+            slowest = slowest.max(t);
+        }
+        let gather: Vec<f64> = (0..n)
+            .map(|h| if pairs.iter().any(|p| p.0 == h) { 16.0 } else { 0.0 })
+            .collect();
+        let coord = self.coordination_s(16.0 * pairs.len() as f64, &gather);
+        self.ledger.bandwidth_round(pairs.len(), slowest, coord);
+        Ok(rates)
+    }
+
+    fn stats(&self) -> &ProbeStats {
+        self.ledger.stats()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::probe::LoadedHost;
+    use crate::topology::TopologyBuilder;
+
+    /// sw0 - {h0, h1}, sw0 - sw1 (5 us, 1 GB/s), sw1 - {h2, h3}; host links 1 us, 10 GB/s.
+    fn two_switches() -> Topology {
+        let mut b = TopologyBuilder::new();
+        let s0 = b.vertex("sw0", VertexKind::Switch);
+        let s1 = b.vertex("sw1", VertexKind::Switch);
+        b.link(s0, s1, 5e-6, 1e9);
+        for i in 0..4 {
+            let h = b.vertex(format!("h{i}"), VertexKind::Node);
+            b.link(h, if i < 2 { s0 } else { s1 }, 1e-6, 1e10);
+        }
+        b.build().unwrap()
+    }
+
+    #[test]
+    fn noise_free_rtts_and_virtual_time() {
+        let t = two_switches();
+        let mut p = SimProber::new(&t, NoiseModel::default(), 1).unwrap();
+        assert_eq!(p.num_hosts(), 4);
+        assert_eq!(p.host_name(2), "h2");
+        let m = p.ping_round(&[(0, 1)], &PingSpec::default()).unwrap();
+        assert!((m[0].rtt_s() - 4e-6).abs() < 1e-15); // 2 x (1 + 1) us
+        let first = p.stats().clone();
+        let m = p.ping_round(&[(2, 0), (1, 3)], &PingSpec::default()).unwrap();
+        assert_eq!((m[0].a, m[0].b, m[1].a, m[1].b), (2, 0, 1, 3));
+        assert!((m[0].rtt_s() - 14e-6).abs() < 1e-15); // 2 x (1 + 5 + 1) us
+        assert_eq!(m[1].samples_s.len(), 33); // constant RTT: 3 sets of 11
+        let mut s = p.stats().clone();
+        assert_eq!((s.ping_rounds, s.distinct_pairs), (2, 3));
+        assert!((s.measure_time_s - 33.0 * (4e-6 + 14e-6)).abs() < 1e-12);
+        s.coordination_time_s -= first.coordination_time_s;
+        // Coordination: bcast of 32 bytes 0->2 (7 us + 32 B at 1 GB/s), then 2->3 (2 us + 32 B at
+        // 10 GB/s) => 9.0352 us; gather: 3 has nothing, 2 forwards 280 B (16 + 8 x 33) to 0:
+        // 2 + 7 us + 280 B at 1 GB/s => 9.28 us. Total 18.3152 us.
+        assert!(
+            (s.coordination_time_s - 18.3152e-6).abs() < 1e-12,
+            "{}",
+            s.coordination_time_s
+        );
+        assert!(p.ping_round(&[(0, 1), (1, 2)], &PingSpec::default()).is_err());
+    }
+
+    #[test]
+    fn rank_level_trees_probe_their_nodes() {
+        let mut b = TopologyBuilder::new();
+        let s = b.vertex("sw", VertexKind::Switch);
+        for n in 0..2u32 {
+            let node = b.vertex(format!("n{n}"), VertexKind::Node);
+            b.link(node, s, 3e-6, 1e9);
+            for k in 0..3 {
+                let r = b.rank(n * 3 + k);
+                b.link(r, node, 1e-7, 1e10);
+            }
+        }
+        let t = b.build().unwrap();
+        let mut p = SimProber::new(&t, NoiseModel::default(), 1).unwrap();
+        assert_eq!(p.num_hosts(), 2);
+        assert_eq!(p.host_name(1), "n1");
+        let m = p.ping_round(&[(1, 0)], &PingSpec::default()).unwrap();
+        assert!((m[0].rtt_s() - 12e-6).abs() < 1e-15);
+    }
+
+    #[test]
+    fn lomax_minimum_is_close_and_loaded_host_is_slow() {
+        let t = two_switches();
+        let noise = NoiseModel {
+            jitter: "lomax:scale_us=2,alpha=1.5".parse().unwrap(),
+            loaded: vec![LoadedHost {
+                host: "h3".into(),
+                extra_s: 10e-6,
+            }],
+            ..NoiseModel::default()
+        };
+        let mut p = SimProber::new(&t, noise, 7).unwrap();
+        let m = p.ping_round(&[(0, 1), (2, 3)], &PingSpec::default()).unwrap();
+        // Jitter only adds; the minimum of >= 33 samples is within a fraction of a microsecond.
+        assert!(m[0].rtt_s() >= 4e-6 && m[0].rtt_s() < 5e-6, "{}", m[0].rtt_s());
+        // h3 adds at least 10 us to each of the two messages of a round trip.
+        assert!(m[1].rtt_s() >= 24e-6 && m[1].rtt_s() < 28e-6, "{}", m[1].rtt_s());
+        assert!(m[0].samples_s.iter().all(|&x| x >= 4e-6));
+        let bad = NoiseModel {
+            loaded: vec![LoadedHost {
+                host: "nope".into(),
+                extra_s: 1e-6,
+            }],
+            ..NoiseModel::default()
+        };
+        assert!(SimProber::new(&t, bad, 1).unwrap_err().to_string().contains("'nope'"));
+    }
+
+    #[test]
+    fn stalls_inflate_the_whole_window() {
+        let t = two_switches();
+        let noise = NoiseModel {
+            outliers: Outliers::emulated(1.0, 0.0),
+            ..NoiseModel::default()
+        };
+        let mut p = SimProber::new(&t, noise, 7).unwrap();
+        let m = p.ping_round(&[(0, 1)], &PingSpec::default()).unwrap();
+        assert!(m[0].rtt_s() > 12e-3 && m[0].rtt_s() < 16.1e-3, "{}", m[0].rtt_s());
+    }
+
+    #[test]
+    fn same_seed_same_samples() {
+        let t = two_switches();
+        let noise = NoiseModel::jitter("normal:sd_us=0.5".parse().unwrap());
+        let run = |seed| {
+            let mut p = SimProber::new(&t, noise.clone(), seed).unwrap();
+            p.ping_round(&[(0, 3), (1, 2)], &PingSpec::default()).unwrap()
+        };
+        assert_eq!(run(5), run(5));
+        assert_ne!(run(5), run(6));
+    }
+
+    #[test]
+    fn concurrent_transfers_share_the_bottleneck() {
+        let t = two_switches();
+        let mut p = SimProber::new(&t, NoiseModel::default(), 1).unwrap();
+        // Both flows cross the 1 GB/s sw0-sw1 link in the same direction: 0.5 GB/s each.
+        let r = p.bandwidth_round(&[(0, 2), (1, 3)], 1 << 20).unwrap();
+        assert!((r[0] - 5e8).abs() < 1.0 && (r[1] - 5e8).abs() < 1.0, "{r:?}");
+        // Opposite directions of a full-duplex link do not interfere.
+        let r = p.bandwidth_round(&[(0, 2), (3, 1)], 1 << 20).unwrap();
+        assert!((r[0] - 1e9).abs() < 1.0 && (r[1] - 1e9).abs() < 1.0, "{r:?}");
+        // Within one switch: the host link (10 GB/s) is the limit.
+        let r = p.bandwidth_round(&[(0, 1)], 1 << 20).unwrap();
+        assert!((r[0] - 1e10).abs() < 1.0);
+        assert_eq!(p.stats().bandwidth_rounds, 3);
+        assert!(p.stats().bandwidth_time_s > (1u64 << 20) as f64 / 5e8);
+    }
+}
