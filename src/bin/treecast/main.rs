@@ -5,6 +5,7 @@
 
 use clap::{Parser, Subcommand};
 
+mod bench;
 mod cli_error;
 mod estimate;
 mod infer;
@@ -34,6 +35,8 @@ enum Command {
     Simulate(simulate::Args),
     /// Expected maximum and quantiles of collective time from latency models or samples.
     Estimate(estimate::Args),
+    /// (under mpirun) topo_bcast vs MPI_Bcast median times and their ratio.
+    Bench(bench::Args),
 }
 
 fn main() {
@@ -44,6 +47,7 @@ fn main() {
         Command::Plan(a) => plan::run(a),
         Command::Simulate(a) => simulate::run(a),
         Command::Estimate(a) => estimate::run(a),
+        Command::Bench(a) => bench::run(a),
     };
     if let Err(e) = result {
         eprintln!("treecast: {e}");
