@@ -197,6 +197,25 @@ pub(crate) fn mbps_text_to_bps(t: &str) -> Option<f64> {
     Dec::parse(t).map(|d| d.mul(125).shift(3).to_f64())
 }
 
+/// Microseconds -> seconds, rounded once from the decimal value (`0.3` us -> `3e-7` s exactly as
+/// a file would read it, where `0.3 * 1e-6` would be one ulp off).
+pub(crate) fn us_to_s(us: f64) -> f64 {
+    if us.is_finite() {
+        Dec::from_f64(us).shift(-6).to_f64()
+    } else {
+        us
+    }
+}
+
+/// Gbit/s -> bytes/s, rounded once like [`us_to_s`].
+pub(crate) fn gbps_to_bps(gbps: f64) -> f64 {
+    if gbps.is_finite() {
+        Dec::from_f64(gbps).mul(125).shift(6).to_f64()
+    } else {
+        gbps
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -220,6 +239,10 @@ mod tests {
         assert_eq!(Dec::from_f64(1.5e-30).to_text(), "1.5e-30");
         assert_eq!(Dec::from_f64(-0.001).to_text(), "-0.001");
         assert_eq!(Dec::from_f64(1e22).to_text(), "1e22");
+        assert_eq!(us_to_s(2.5), 2.5e-6);
+        assert_ne!(2.5 * 1e-6, 2.5e-6, "the reason us_to_s exists");
+        assert_eq!(gbps_to_bps(0.3), 3.75e7);
+        assert!(us_to_s(f64::NAN).is_nan());
     }
 
     #[test]

@@ -10,6 +10,7 @@ mod estimate;
 mod infer;
 mod plan;
 mod simulate;
+mod topology;
 
 use cli_error::CliError;
 
@@ -34,6 +35,8 @@ enum Command {
     Simulate(simulate::Args),
     /// Expected maximum and quantiles of collective time from latency models or samples.
     Estimate(estimate::Args),
+    /// Generate model topologies and convert between topology formats.
+    Topology(topology::Args),
 }
 
 fn main() {
@@ -44,6 +47,7 @@ fn main() {
         Command::Plan(a) => plan::run(a),
         Command::Simulate(a) => simulate::run(a),
         Command::Estimate(a) => estimate::run(a),
+        Command::Topology(a) => topology::run(a),
     };
     if let Err(e) = result {
         eprintln!("treecast: {e}");

@@ -1,1 +1,0 @@
-//! Generators (being written).
