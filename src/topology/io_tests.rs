@@ -554,6 +554,11 @@ fn slurm_errors_name_line_and_field() {
         slurm_err("SwitchName=a Nodes=b\nSwitchName=b Nodes=c\n"),
         "topology.conf:1: field 'Nodes': 'b' is a switch name, not a host"
     );
+    let huge = "SwitchName=a Nodes=x[0-999999]\nSwitchName=b Nodes=y[0-999999]\n";
+    assert_eq!(
+        slurm_err(huge),
+        "topology.conf:2: field 'Nodes': the file names more than 1048576 hosts and switches"
+    );
     assert_eq!(
         slurm_err("# nothing\n"),
         "topology.conf: no SwitchName= lines: a topology needs at least one switch"

@@ -113,6 +113,8 @@ impl Walker<'_> {
             Some(b'{') => {
                 self.i += 1;
                 let mut members: Vec<(String, JVal)> = Vec::new();
+                // A set, not a scan of `members`: a hostile object with 10^5 keys stays linear.
+                let mut seen = std::collections::HashSet::new();
                 self.ws();
                 if self.s.get(self.i) == Some(&b'}') {
                     self.i += 1;
@@ -121,7 +123,7 @@ impl Walker<'_> {
                         self.ws();
                         let key_line = self.line;
                         let key = self.string()?;
-                        if members.iter().any(|(k, _)| *k == key) {
+                        if !seen.insert(key.clone()) {
                             return Err(TopologyError::new(format!("key '{key}' appears twice in one object"))
                                 .at_line(key_line)
                                 .field(key));

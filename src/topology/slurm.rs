@@ -130,8 +130,17 @@ pub fn from_str(text: &str, file: &str) -> Result<Topology, TopologyError> {
 fn parse(text: &str) -> Result<Topology, TopologyError> {
     let mut defs: Vec<SwitchDef> = Vec::new();
     let mut by_name: HashMap<String, usize> = HashMap::new();
+    let mut names = 0usize;
     for (i, l) in text.lines().enumerate() {
         if let Some(d) = parse_line(l, i + 1)? {
+            names += d.nodes.len() + d.switches.len();
+            if names > hostlist::MAX_HOSTS {
+                return Err(err(
+                    d.line,
+                    "Nodes",
+                    format!("the file names more than {} hosts and switches", hostlist::MAX_HOSTS),
+                ));
+            }
             if let Some(&first) = by_name.get(&d.name) {
                 return Err(err(
                     d.line,
