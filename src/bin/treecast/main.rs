@@ -11,6 +11,7 @@ mod estimate;
 mod infer;
 mod plan;
 mod simulate;
+mod topology;
 
 use cli_error::CliError;
 
@@ -37,6 +38,8 @@ enum Command {
     Estimate(estimate::Args),
     /// (under mpirun) topo_bcast vs MPI_Bcast median times and their ratio.
     Bench(bench::Args),
+    /// Generate model topologies and convert between topology formats.
+    Topology(topology::Args),
 }
 
 fn main() {
@@ -48,6 +51,7 @@ fn main() {
         Command::Simulate(a) => simulate::run(a),
         Command::Estimate(a) => estimate::run(a),
         Command::Bench(a) => bench::run(a),
+        Command::Topology(a) => topology::run(a),
     };
     if let Err(e) = result {
         eprintln!("treecast: {e}");
