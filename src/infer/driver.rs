@@ -29,9 +29,6 @@ enum Want {
     Host(usize),
 }
 
-/// Candidate servers examined per request: the nearest few hosts of a branch.
-const CANDIDATES: usize = 6;
-
 /// Shared state of an inference run.
 pub(crate) struct Run<'p> {
     pub prober: &'p mut dyn Prober,
@@ -219,16 +216,18 @@ impl<'p> Run<'p> {
                 Want::Host(x) => Some(x).filter(|x| !busy.contains(x)),
                 Want::Branch(b) => self
                     .tree
-                    .nearest_hosts(b, CANDIDATES)
-                    .into_iter()
-                    .map(|(_, x)| x)
-                    .find(|x| !busy.contains(x)),
+                    // A commit earlier in this pass may have split the link at -> via.
+                    .nearest_hosts(Branch { at: b.at, via: self.tree.toward(b.at, b.via) }, 1, |x| {
+                        !busy.contains(&x) && self.store.get(h, x).is_none()
+                    })
+                    .first()
+                    .map(|&(_, x)| x),
                 Want::Any => {
                     let mut found = None;
                     while any_next < any_pool.len() {
                         let x = any_pool[any_next];
                         any_next += 1;
-                        if !busy.contains(&x) {
+                        if !busy.contains(&x) && self.store.get(h, x).is_none() {
                             found = Some(x);
                             break;
                         }
@@ -273,8 +272,8 @@ impl<'p> Run<'p> {
                     }
                     Step::Start => unreachable!("find_close_host measured at least one host"),
                     Step::Branch(b) => {
-                        let x = self.tree.nearest_hosts(b, 1)[0].1;
-                        pairs.push((head, x));
+                        let x = self.tree.nearest_hosts(b, 1, |x| self.store.get(head, x).is_none());
+                        pairs.push((head, x.first().map_or(b.via, |&(_, x)| x)));
                     }
                     Step::Host(x) | Step::Remeasure(x) => pairs.push((head, x)),
                     Step::Drop(_) => unreachable!(),

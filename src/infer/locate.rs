@@ -15,9 +15,9 @@
 //!   tolerance; a disagreement triggers a re-measurement (stalls read milliseconds instead of
 //!   microseconds) and, if it persists, the measurement is dropped;
 //! - **sibling checks only where a hidden switch is possible**: a host hanging directly from
-//!   switch V with a leaf no longer than the access links around V cannot share a hidden switch
-//!   with a sibling (the hidden link would add to its leaf), so its host siblings need not be
-//!   measured. The paper measures all of them (O(p) per insertion, 35-60% of all pairs).
+//!   switch V with a leaf no longer than the shortest access link cannot share a hidden switch
+//!   with a sibling (the hidden switch's link would add to its leaf), so its host siblings need
+//!   not be measured. The paper measures all of them (O(p) per insertion, 35-60% of all pairs).
 
 use super::store::{Obs, Store};
 use super::tree::{Branch, Point, WorkTree};
@@ -74,14 +74,24 @@ pub(crate) fn locate(t: &WorkTree, s: &Store, h: usize, p: &LocateParams) -> Ste
         return Step::Start;
     };
     if obs.len() == 1 {
+        // Any second host will do (Eq. 1 needs two): the nearest ones to the anchor are the
+        // cheapest to measure, and the scheduler spreads the requests over them.
         let p0 = t.host_parent(a).expect("a tree host has a neighbour");
-        if let Some(other) = t.host_of(p0) {
-            return Step::Host(other); // a two-host tree: measure the other one
+        let b = Branch { at: va, via: p0 };
+        if t.nearest_hosts(b, 1, |x| s.get(h, x).is_none()).is_empty() {
+            // Everyone else was measured and found unusable: hang next to the anchor.
+            let l = t.link_len(va, p0);
+            return Step::Place {
+                at: if t.is_host(p0) {
+                    let child = if t.parent(va) == Some(p0) { va } else { p0 };
+                    Point::On { child, up: l / 2.0 }
+                } else {
+                    Point::At(p0)
+                },
+                leaf: (oa.d - l).max(0.0),
+            };
         }
-        return next_branch(t, p0, &[va], true).unwrap_or(Step::Place {
-            at: Point::At(p0),
-            leaf: (oa.d - t.dist(va, p0)).max(0.0),
-        });
+        return Step::Branch(b);
     }
 
     // Eq. 1 for every measured B: H leaves the path a -> B at distance g from a.
@@ -115,7 +125,7 @@ pub(crate) fn locate(t: &WorkTree, s: &Store, h: usize, p: &LocateParams) -> Ste
         for &(b, vb, ob) in &obs {
             let r = ob.d - (t.dist_point(vb, at) + leaf);
             let tol = p.tol(oa.u, ob.u);
-            if r.abs() > 2.0 * tol && worst.map_or(true, |w| r.abs() / tol > w.0) {
+            if r.abs() > 3.0 * tol && worst.map_or(true, |w| r.abs() / tol > w.0) {
                 // Too long: B's value is suspect. Too short: the anchor's value is too long.
                 worst = Some((r.abs() / tol, if r > 0.0 { b } else { a }, r));
             }
@@ -135,7 +145,24 @@ pub(crate) fn locate(t: &WorkTree, s: &Store, h: usize, p: &LocateParams) -> Ste
             let mut explored: Vec<usize> = obs.iter().filter(|o| o.1 != v).map(|o| t.toward(v, o.1)).collect();
             explored.sort_unstable();
             explored.dedup();
-            let long_leaf = p.check_all_siblings || is_long(t, v, leaf, p.flag_delta);
+            // A host whose measurement is unusable counts as explored: its leaf cannot be
+            // explored through anyone else.
+            explored.extend(
+                t.neighbors(v)
+                    .into_iter()
+                    .filter(|&w| t.host_of(w).is_some_and(|hw| s.is_bad(h, hw))),
+            );
+            // So does a branch whose hosts were all measured and found unusable.
+            let exhausted: Vec<usize> = t
+                .neighbors(v)
+                .into_iter()
+                .filter(|&w| {
+                    !explored.contains(&w)
+                        && t.nearest_hosts(Branch { at: v, via: w }, 1, |x| s.get(h, x).is_none()).is_empty()
+                })
+                .collect();
+            explored.extend(exhausted);
+            let long_leaf = p.check_all_siblings || is_long(t, leaf, p.flag_delta);
             next_branch(t, v, &explored, long_leaf).unwrap_or(Step::Place { at, leaf })
         }
     }
@@ -165,34 +192,24 @@ fn next_branch(t: &WorkTree, v: usize, explored: &[usize], check_hosts: bool) ->
         .or(host_leaf.map(Step::Host))
 }
 
-/// The shortest access link around switch `v`: leaves of hosts hanging from `v` or from a
-/// switch at most two switch-hops away. `None` when there is none.
-pub(crate) fn local_access(t: &WorkTree, v: usize) -> Option<f64> {
-    let mut best: Option<f64> = None;
-    let mut frontier = vec![(v, usize::MAX)];
-    for hop in 0..3 {
-        let mut next = Vec::new();
-        for &(x, from) in &frontier {
-            for w in t.neighbors(x) {
-                if w == from {
-                    continue;
-                }
-                if let Some(hw) = t.host_of(w) {
-                    let l = t.leaf_len(hw);
-                    best = Some(best.map_or(l, |b: f64| b.min(l)));
-                } else if hop < 2 {
-                    next.push((w, x));
-                }
-            }
-        }
-        frontier = next;
-    }
-    best
+/// The shortest access link of the tree: the shortest leaf of a host hanging from a switch.
+/// `None` while there is no switch.
+///
+/// Why global and not "around the switch": early in a run the hosts around a switch often all
+/// hang one hidden switch too high (their own switch is not discovered yet), so a local minimum
+/// overestimates the access length and would let misplaced hosts pass unchecked. A global
+/// minimum errs the other way: where access links differ (mixed NICs), hosts with slower ones
+/// are checked for nothing — extra measurements, never a wrong tree.
+pub(crate) fn shortest_access(t: &WorkTree) -> Option<f64> {
+    t.hosts()
+        .filter(|&h| t.host_parent(h).is_some_and(|p| !t.is_host(p)))
+        .map(|h| t.leaf_len(h))
+        .min_by(f64::total_cmp)
 }
 
-/// Could a hidden switch hide in a leaf of length `leaf` at switch `v`?
-pub(crate) fn is_long(t: &WorkTree, v: usize, leaf: f64, delta: f64) -> bool {
-    match local_access(t, v) {
+/// Could a hidden switch hide in a leaf of length `leaf` (a switch below adds its link to it)?
+pub(crate) fn is_long(t: &WorkTree, leaf: f64, delta: f64) -> bool {
+    match shortest_access(t) {
         Some(a0) => leaf > a0 + delta,
         None => true,
     }
@@ -241,8 +258,14 @@ mod tests {
         meas(&mut s, 5, 0, 6.0);
         let x = t.host_parent(0).unwrap();
         let y = t.host_parent(2).unwrap();
-        // One measurement: explore the biggest branch at 0's switch (towards Y, two hosts).
-        assert_eq!(locate(&t, &s, 5, &p), Step::Branch(Branch { at: x, via: y }));
+        // One measurement: any other host (the scheduler takes the nearest free ones).
+        assert_eq!(
+            locate(&t, &s, 5, &p),
+            Step::Branch(Branch {
+                at: t.vertex_of(0).unwrap(),
+                via: x
+            })
+        );
         meas(&mut s, 5, 2, 2.0);
         // Anchor 2 (nearest), B = 0: g = (2 + 6 - 6)/2 = 1 = Y. At Y, branches: 2 and 0 explored;
         // host 3 has leaf 1 = the local access length, host 5's leaf is 1: no sibling check.
@@ -282,7 +305,7 @@ mod tests {
         meas(&mut s, 5, 0, 7000.0);
         assert_eq!(locate(&t, &s, 5, &p), Step::Drop(0));
         s.mark_bad(5, 0);
-        // Without it, one usable measurement remains: explore from 2's switch.
-        assert!(matches!(locate(&t, &s, 5, &p), Step::Branch(_)));
+        // Without it, one usable measurement remains: ask for another host.
+        assert!(matches!(locate(&t, &s, 5, &p), Step::Branch(b) if b.at == t.vertex_of(2).unwrap()));
     }
 }

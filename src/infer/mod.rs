@@ -193,8 +193,8 @@ fn batch_params(store: &store::Store) -> LocateParams {
     LocateParams {
         check_all_siblings: false,
         kappa: 2.0,
-        tol_floor: (4.0 * sigma).max(1e-9),
-        flag_delta: (6.0 * sigma).max(1e-9),
+        tol_floor: (8.0 * sigma).max(1e-9),
+        flag_delta: (8.0 * sigma).max(1e-9),
         robust: true,
         max_times: 2,
     }

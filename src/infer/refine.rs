@@ -49,7 +49,7 @@ pub(crate) fn refine(run: &mut Run, params: &dyn Fn(&Store) -> LocateParams) -> 
             if run.tree.is_host(v) {
                 continue;
             }
-            let long = is_long(&run.tree, v, run.tree.leaf_len(h), p.flag_delta);
+            let long = is_long(&run.tree, run.tree.leaf_len(h), p.flag_delta);
             if !long && inconsistent(&run.tree, &run.store, h, &p) < 2 {
                 continue;
             }

@@ -47,7 +47,8 @@ impl Store {
             u: m.robust_interval_s() / 2.0,
         };
         self.us.push(new.u);
-        *self.times.entry(k).or_default() += 1;
+        let t = self.times.entry(k).or_default();
+        *t = t.saturating_add(1);
         match self.obs.get_mut(&k) {
             Some(o) => {
                 if new.d < o.d {

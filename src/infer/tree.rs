@@ -273,8 +273,9 @@ impl WorkTree {
         x != b.at && self.toward(b.at, x) == b.via
     }
 
-    /// Up to `k` hosts of branch `b`, nearest to `b.at` first, with their distance from `b.at`.
-    pub fn nearest_hosts(&self, b: Branch, k: usize) -> Vec<(f64, usize)> {
+    /// Up to `k` hosts of branch `b` accepted by `ok`, nearest to `b.at` first, with their
+    /// distance from `b.at`.
+    pub fn nearest_hosts(&self, b: Branch, k: usize, ok: impl Fn(usize) -> bool) -> Vec<(f64, usize)> {
         #[derive(PartialEq)]
         struct Item(f64, usize, usize); // dist, vertex, came-from
         impl Eq for Item {}
@@ -292,7 +293,7 @@ impl WorkTree {
         heap.push(Item(self.link_len(b.at, b.via), b.via, b.at));
         let mut out = Vec::new();
         while let Some(Item(d, x, from)) = heap.pop() {
-            if let Some(h) = self.host_of[x] {
+            if let Some(h) = self.host_of[x].filter(|&h| ok(h)) {
                 out.push((d, h));
                 if out.len() >= k {
                     break;
@@ -524,7 +525,8 @@ mod tests {
         let b = Branch { at: x, via: v(1) };
         assert!(t.in_branch(b, v(1)) && !t.in_branch(b, v(2)));
         assert_eq!(t.branch_host_count(b), 1);
-        assert_eq!(t.nearest_hosts(Branch { at: v(0), via: x }, 5), vec![(5.0, 2), (7.0, 1)]);
+        assert_eq!(t.nearest_hosts(Branch { at: v(0), via: x }, 5, |_| true), vec![(5.0, 2), (7.0, 1)]);
+        assert_eq!(t.nearest_hosts(Branch { at: v(0), via: x }, 5, |h| h != 2), vec![(7.0, 1)]);
         // Snapping: 2.9 from h0 towards h1 within 0.2 of X snaps; with 0.05 it does not.
         assert_eq!(t.point_on_path(v(0), v(1), 2.9, 0.2), Point::At(x));
         assert!(matches!(t.point_on_path(v(0), v(1), 2.9, 0.05), Point::On { .. }));
