@@ -13,7 +13,7 @@
 //! in a random order, every branch (host siblings included) is checked, and the next ten hosts
 //! run `find_close_host` concurrently with the current insertion.
 
-use super::locate::{locate, LocateParams, Step};
+use super::locate::{locate, shortest_access, LocateParams, Step};
 use super::store::Store;
 use super::tree::{Branch, WorkTree};
 use super::InferError;
@@ -39,6 +39,10 @@ pub(crate) struct Run<'p> {
     pub n: usize,
     /// Requests made by each host (to bound pathological searches).
     pub steps: Vec<u32>,
+    /// Start each search at the committed host nearest in host order (see [`super::InferOptions`]).
+    pub hint: bool,
+    /// The access length the pruning assumed when each host was placed (infinite: none).
+    pub placed_access: Vec<f64>,
     pub counters: Counters,
 }
 
@@ -47,6 +51,8 @@ pub(crate) struct Counters {
     pub remeasured: u64,
     pub dropped: u64,
     pub forced: u64,
+    /// Hosts detached and located again because the access length shrank after their placement.
+    pub relocated: u64,
 }
 
 impl<'p> Run<'p> {
@@ -60,6 +66,8 @@ impl<'p> Run<'p> {
             rng: Rng::new(seed),
             n,
             steps: vec![0; n],
+            hint: false,
+            placed_access: vec![f64::INFINITY; n],
             counters: Counters::default(),
         }
     }
@@ -97,7 +105,7 @@ impl<'p> Run<'p> {
         let relaxed;
         let p = if self.steps[h] as usize > 4 * self.tree.num_hosts_in() + 40 {
             relaxed = LocateParams {
-                check_all_siblings: false,
+                exhaustive: false,
                 flag_delta: f64::INFINITY,
                 robust: false,
                 ..*params
@@ -127,6 +135,26 @@ impl<'p> Run<'p> {
         let mut active: Vec<usize> = Vec::new();
         loop {
             let p = params(&self.store);
+            // Hosts placed while the access length looked longer than it now does may hide a
+            // switch the pruning did not look for: locate them again.
+            let a0 = shortest_access(&self.tree, p.tol_floor);
+            if let Some(a0) = a0.filter(|_| !p.exhaustive) {
+                let suspects: Vec<usize> = self
+                    .tree
+                    .hosts()
+                    .filter(|&h| {
+                        let leaf = self.tree.leaf_len(h);
+                        self.placed_access[h] > a0 + p.flag_delta
+                            && ((leaf - a0).abs() > p.flag_delta || leaf <= p.tol_floor)
+                    })
+                    .collect();
+                for h in suspects.into_iter().rev() {
+                    if self.tree.detach(h) {
+                        self.counters.relocated += 1;
+                        pending.push_front(h);
+                    }
+                }
+            }
             // Evaluate every active host; commit finished searches immediately so the hosts
             // after them see the grown tree.
             let mut wants: Vec<(usize, Want)> = Vec::new();
@@ -137,7 +165,11 @@ impl<'p> Run<'p> {
                         if self.steps[h] as usize > 4 * self.tree.num_hosts_in() + 40 {
                             self.counters.forced += 1;
                         }
+                        if std::env::var("TC_TRACE").is_ok() {
+                            eprintln!("commit {h} at {at:?} leaf {leaf:e} meas {:?}", self.store.partners(h).iter().map(|&b| (b, self.store.get(h,b).unwrap().d)).collect::<Vec<_>>());
+                        }
                         self.tree.attach(at, h, leaf);
+                        self.placed_access[h] = a0.unwrap_or(f64::INFINITY);
                     }
                     Step::Start => {
                         wants.push((h, Want::Any));
@@ -167,6 +199,7 @@ impl<'p> Run<'p> {
                 match self.step(h, &p) {
                     Step::Place { at, leaf } => {
                         self.tree.attach(at, h, leaf);
+                        self.placed_access[h] = a0.unwrap_or(f64::INFINITY);
                         continue;
                     }
                     Step::Start => wants.push((h, Want::Any)),
@@ -204,7 +237,8 @@ impl<'p> Run<'p> {
         };
         let mut order: Vec<usize> = (0..wants.len()).collect();
         order.sort_by_key(|&i| rank(&wants[i].1));
-        let mut any_pool: Vec<usize> = self.tree.hosts().collect();
+        let committed: Vec<usize> = self.tree.hosts().collect(); // sorted
+        let mut any_pool = committed.clone();
         self.rng.shuffle(&mut any_pool);
         let mut any_next = 0usize;
         for i in order {
@@ -222,6 +256,27 @@ impl<'p> Run<'p> {
                     })
                     .first()
                     .map(|&(_, x)| x),
+                Want::Any if self.hint => {
+                    // The committed host nearest in host order: MPI hosts usually come in
+                    // hostfile order, which follows racks and switches.
+                    let at = committed.partition_point(|&x| x < h);
+                    let (mut lo, mut hi) = (at, at);
+                    let mut found = None;
+                    while found.is_none() && (lo > 0 || hi < committed.len()) {
+                        let take_hi = hi < committed.len() && (lo == 0 || committed[hi] - h <= h - committed[lo - 1]);
+                        let x = if take_hi {
+                            hi += 1;
+                            committed[hi - 1]
+                        } else {
+                            lo -= 1;
+                            committed[lo]
+                        };
+                        if !busy.contains(&x) && self.store.get(h, x).is_none() {
+                            found = Some(x);
+                        }
+                    }
+                    found
+                }
                 Want::Any => {
                     let mut found = None;
                     while any_next < any_pool.len() {

@@ -25,13 +25,14 @@ use super::tree::{Branch, Point, WorkTree};
 /// Tuning of one search.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct LocateParams {
-    /// Measure every host sibling at the attachment switch (the paper's behaviour).
-    pub check_all_siblings: bool,
+    /// Explore every branch at the attachment switch, host siblings included (the paper's
+    /// behaviour); otherwise branches are pruned by the access-link argument.
+    pub exhaustive: bool,
     /// Snapping tolerance = max(`tol_floor`, `kappa` * (u_A + u_B)).
     pub kappa: f64,
     pub tol_floor: f64,
-    /// A leaf is *long* (a hidden switch may hide in it) when it exceeds the shortest access
-    /// link around its switch by more than this.
+    /// A leaf is *long* (a hidden switch may hide in it) when it differs from the shortest
+    /// access link by more than this.
     pub flag_delta: f64,
     /// Check measurements against the placement (and ask for re-measurements).
     pub robust: bool,
@@ -73,10 +74,23 @@ pub(crate) fn locate(t: &WorkTree, s: &Store, h: usize, p: &LocateParams) -> Ste
     let Some(&(a, va, oa)) = obs.iter().min_by(|x, y| x.2.d.total_cmp(&y.2.d).then(x.0.cmp(&y.0))) else {
         return Step::Start;
     };
+    let access = if p.exhaustive { None } else { shortest_access(t, p.tol_floor) };
+    // Is a leaf longer than an access link (so a hidden switch or link may hide in it)?
+    let long = |l: f64| access.map_or(true, |a0| l > a0 + p.flag_delta || l < a0 - p.flag_delta);
     if obs.len() == 1 {
-        // Any second host will do (Eq. 1 needs two): the nearest ones to the anchor are the
-        // cheapest to measure, and the scheduler spreads the requests over them.
         let p0 = t.host_parent(a).expect("a tree host has a neighbour");
+        // One measurement suffices when both the anchor's leaf and the implied leaf of H at the
+        // anchor's switch are plain access links: H cannot be anywhere else (any other place
+        // adds a link to its leaf, or needs a hidden switch in the anchor's leaf).
+        let l = oa.d - t.link_len(va, p0);
+        if access.is_some() && !t.is_host(p0) && !long(t.leaf_len(a)) && !long(l) {
+            return Step::Place {
+                at: Point::At(p0),
+                leaf: l.max(0.0),
+            };
+        }
+        // Otherwise any second host will do (Eq. 1 needs two): the nearest ones to the anchor
+        // are the cheapest to measure, and the scheduler spreads the requests over them.
         let b = Branch { at: va, via: p0 };
         if t.nearest_hosts(b, 1, |x| s.get(h, x).is_none()).is_empty() {
             // Everyone else was measured and found unusable: hang next to the anchor.
@@ -162,15 +176,22 @@ pub(crate) fn locate(t: &WorkTree, s: &Store, h: usize, p: &LocateParams) -> Ste
                 })
                 .collect();
             explored.extend(exhausted);
-            let long_leaf = p.check_all_siblings || is_long(t, leaf, p.flag_delta);
-            next_branch(t, v, &explored, long_leaf).unwrap_or(Step::Place { at, leaf })
+            // Where H's leaf at v is a plain access link, H cannot be deeper in any branch (a
+            // branch adds at least part of a link). Otherwise every switch branch may hold it,
+            // and a host leaf only if that leaf is long too (a shared hidden switch lengthens
+            // both).
+            if !p.exhaustive && !long(leaf) {
+                return Step::Place { at, leaf };
+            }
+            let host_ok = |c: usize| p.exhaustive || long(t.leaf_len(c));
+            next_branch(t, v, &explored, &host_ok).unwrap_or(Step::Place { at, leaf })
         }
     }
 }
 
 /// The next unexplored branch at switch `v`: switch branches first, the one with the most hosts
-/// first (it most likely holds the new host); host leaves only when `check_hosts`.
-fn next_branch(t: &WorkTree, v: usize, explored: &[usize], check_hosts: bool) -> Option<Step> {
+/// first (it most likely holds the new host); host leaves accepted by `check_host`.
+fn next_branch(t: &WorkTree, v: usize, explored: &[usize], check_host: &dyn Fn(usize) -> bool) -> Option<Step> {
     let mut best: Option<(usize, usize)> = None; // (hosts, via)
     let mut host_leaf: Option<usize> = None;
     for w in t.neighbors(v) {
@@ -178,7 +199,7 @@ fn next_branch(t: &WorkTree, v: usize, explored: &[usize], check_hosts: bool) ->
             continue;
         }
         if let Some(hw) = t.host_of(w) {
-            if check_hosts && host_leaf.map_or(true, |x| hw < x) {
+            if check_host(hw) && host_leaf.map_or(true, |x| hw < x) {
                 host_leaf = Some(hw);
             }
             continue;
@@ -200,19 +221,15 @@ fn next_branch(t: &WorkTree, v: usize, explored: &[usize], check_hosts: bool) ->
 /// overestimates the access length and would let misplaced hosts pass unchecked. A global
 /// minimum errs the other way: where access links differ (mixed NICs), hosts with slower ones
 /// are checked for nothing — extra measurements, never a wrong tree.
-pub(crate) fn shortest_access(t: &WorkTree) -> Option<f64> {
+///
+/// Leaves not longer than `floor` are left out: a (near) zero leaf is an artefact of hosts placed
+/// against a wrong part of the tree, not a real link, and would make every other leaf look long.
+pub(crate) fn shortest_access(t: &WorkTree, floor: f64) -> Option<f64> {
     t.hosts()
         .filter(|&h| t.host_parent(h).is_some_and(|p| !t.is_host(p)))
         .map(|h| t.leaf_len(h))
+        .filter(|&l| l > floor)
         .min_by(f64::total_cmp)
-}
-
-/// Could a hidden switch hide in a leaf of length `leaf` (a switch below adds its link to it)?
-pub(crate) fn is_long(t: &WorkTree, leaf: f64, delta: f64) -> bool {
-    match shortest_access(t) {
-        Some(a0) => leaf > a0 + delta,
-        None => true,
-    }
 }
 
 #[cfg(test)]
@@ -222,7 +239,7 @@ mod tests {
 
     fn params() -> LocateParams {
         LocateParams {
-            check_all_siblings: false,
+            exhaustive: false,
             kappa: 1.0,
             tol_floor: 1e-9,
             flag_delta: 1e-9,

@@ -62,6 +62,12 @@ pub struct InferOptions {
     pub ping: PingSpec,
     /// Build the staged bandwidth map with transfers of this many bytes.
     pub bandwidth_bytes: Option<u64>,
+    /// Use host order as a locality hint: insert hosts in an order that spreads over the host
+    /// list (bit-reversed positions) and start each host's search at the committed host nearest
+    /// to it in host order. MPI jobs list hosts in hostfile / allocation order, which usually
+    /// follows racks and switches, so the first measurement is then mostly short. Only speed
+    /// depends on it: with an uncorrelated order it is as good as random.
+    pub locality_hint: bool,
 }
 
 impl Default for InferOptions {
@@ -71,6 +77,7 @@ impl Default for InferOptions {
             seed: 1,
             ping: PingSpec::default(),
             bandwidth_bytes: None,
+            locality_hint: true,
         }
     }
 }
@@ -137,9 +144,14 @@ pub fn infer(prober: &mut dyn Prober, opts: &InferOptions) -> Result<Inferred, I
     }
     let names: Vec<String> = (0..n).map(|h| prober.host_name(h).to_string()).collect();
     let mut run = driver::Run::new(prober, opts.ping, opts.seed);
-    let mut order: Vec<usize> = (0..n).collect();
-    run.rng.shuffle(&mut order);
-    let mut order: VecDeque<usize> = order.into();
+    run.hint = opts.locality_hint && opts.strategy != Strategy::Paper;
+    let mut order: VecDeque<usize> = if run.hint {
+        spread_order(n, run.rng.below(n as u64) as usize).into()
+    } else {
+        let mut o: Vec<usize> = (0..n).collect();
+        run.rng.shuffle(&mut o);
+        o.into()
+    };
 
     if opts.strategy == Strategy::AllPairs {
         for round in crate::probe::round_robin_rounds(n) {
@@ -152,7 +164,7 @@ pub fn infer(prober: &mut dyn Prober, opts: &InferOptions) -> Result<Inferred, I
         Strategy::Batch | Strategy::AllPairs => {
             run.insert_batch(order, &batch_params)?;
             let r = refine::refine(&mut run, &batch_params)?;
-            stats.relocated = r.relocated;
+            stats.relocated = r.relocated + run.counters.relocated;
             stats.merged = r.merged;
             stats.noise_s = r.noise_s;
             stats.merge_threshold_s = r.threshold_s;
@@ -177,6 +189,18 @@ pub fn infer(prober: &mut dyn Prober, opts: &InferOptions) -> Result<Inferred, I
     })
 }
 
+/// `0..n` in bit-reversed order of positions, rotated by `offset`: every prefix is spread evenly
+/// over the host list, so each newly inserted host has an already inserted neighbour in host
+/// order about `n / inserted` positions away.
+fn spread_order(n: usize, offset: usize) -> Vec<usize> {
+    let bits = n.next_power_of_two().trailing_zeros();
+    (0..n.next_power_of_two())
+        .map(|i| if bits == 0 { 0 } else { i.reverse_bits() >> (usize::BITS - bits) })
+        .filter(|&p| p < n)
+        .map(|p| (p + offset) % n)
+        .collect()
+}
+
 /// Noise scale of one-way distances seen so far: the median half-interval, i.e. how much the
 /// minimum of one set typically differs from another's.
 fn noise_scale(store: &store::Store) -> f64 {
@@ -191,7 +215,7 @@ fn noise_scale(store: &store::Store) -> f64 {
 fn batch_params(store: &store::Store) -> LocateParams {
     let sigma = noise_scale(store);
     LocateParams {
-        check_all_siblings: false,
+        exhaustive: false,
         kappa: 2.0,
         tol_floor: (8.0 * sigma).max(1e-9),
         flag_delta: (8.0 * sigma).max(1e-9),
@@ -203,7 +227,7 @@ fn batch_params(store: &store::Store) -> LocateParams {
 /// Seed 002's rule: the branching point snaps to an existing switch within the interval.
 fn paper_params(_store: &store::Store) -> LocateParams {
     LocateParams {
-        check_all_siblings: true,
+        exhaustive: true,
         kappa: 0.5,
         tol_floor: 1e-12,
         flag_delta: 0.0,

@@ -1,8 +1,8 @@
 //! After insertion: verification, adaptive merge, latency refit.
 //!
-//! **Verification.** A host whose leaf is longer than the access links around its switch may
-//! share a switch with a sibling that nobody measured it against (its leaf was judged with an
-//! early, poor idea of the access length), and a host with several measurements that disagree
+//! **Verification.** A host whose leaf is not a plain access link (judged with the final,
+//! shortest access length) may hide a switch or belong deeper than where it was placed with an
+//! earlier, poorer idea of the access length; a host with several measurements that disagree
 //! with the finished tree was probably placed from an outlier. Both are detached and located
 //! again from everything now known — usually with no new measurement at all.
 //!
@@ -21,7 +21,7 @@
 //! Outliers (residual above five noise scales) are left out of the fit.
 
 use super::driver::Run;
-use super::locate::{is_long, LocateParams, Step};
+use super::locate::{shortest_access, LocateParams, Step};
 use super::store::Store;
 use super::tree::WorkTree;
 use super::InferError;
@@ -49,7 +49,9 @@ pub(crate) fn refine(run: &mut Run, params: &dyn Fn(&Store) -> LocateParams) -> 
             if run.tree.is_host(v) {
                 continue;
             }
-            let long = is_long(&run.tree, run.tree.leaf_len(h), p.flag_delta);
+            let leaf = run.tree.leaf_len(h);
+            let long = shortest_access(&run.tree, p.tol_floor)
+                .map_or(true, |a0| (leaf - a0).abs() > p.flag_delta || leaf <= p.tol_floor);
             if !long && inconsistent(&run.tree, &run.store, h, &p) < 2 {
                 continue;
             }
