@@ -38,8 +38,7 @@ pub struct BandwidthMap {
 }
 
 /// Build the map over `run.tree` with transfers of `bytes`.
-pub(crate) fn measure(run: &mut Run, bytes: u64) -> Result<BandwidthMap, InferError> {
-    let t = &run.tree;
+pub(crate) fn measure(run: &mut Run, t: &WorkTree, bytes: u64) -> Result<BandwidthMap, InferError> {
     let centre = centre(t);
     // Rooted view at the centre: parent and children by BFS.
     let (parent, order) = bfs(t, centre);

@@ -25,18 +25,52 @@ use std::collections::{HashMap, HashSet, VecDeque};
 #[derive(Clone, Copy, Debug, PartialEq)]
 enum Want {
     Any,
-    Branch(Branch),
+    Branch(Branch, f64),
     Host(usize),
+}
+
+/// One tree being grown: the hosts waiting for it, the hosts searching it, and the order in
+/// which hosts were committed to it.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Builder {
+    pub tree: WorkTree,
+    pub pending: VecDeque<usize>,
+    active: Vec<usize>,
+    /// Hosts in the order they were committed (the seed first).
+    pub committed: Vec<usize>,
+}
+
+impl Builder {
+    pub fn new(num_hosts: usize, pending: VecDeque<usize>) -> Self {
+        Builder {
+            tree: WorkTree::new(num_hosts),
+            pending,
+            ..Builder::default()
+        }
+    }
+
+    /// Continue growing an existing tree with more hosts.
+    pub fn with_tree(tree: WorkTree, pending: VecDeque<usize>) -> Self {
+        let committed = tree.hosts().collect();
+        Builder {
+            tree,
+            pending,
+            active: Vec::new(),
+            committed,
+        }
+    }
+
+    fn done(&self) -> bool {
+        self.pending.is_empty() && self.active.is_empty()
+    }
 }
 
 /// Shared state of an inference run.
 pub(crate) struct Run<'p> {
     pub prober: &'p mut dyn Prober,
     pub spec: PingSpec,
-    pub tree: WorkTree,
     pub store: Store,
     pub rng: Rng,
-    pub n: usize,
     /// Requests made by each host (to bound pathological searches).
     pub steps: Vec<u32>,
     /// Start each search at the committed host nearest in host order (see [`super::InferOptions`]).
@@ -61,10 +95,8 @@ impl<'p> Run<'p> {
         Run {
             prober,
             spec,
-            tree: WorkTree::new(n),
             store: Store::new(n),
             rng: Rng::new(seed),
-            n,
             steps: vec![0; n],
             hint: false,
             placed_access: vec![f64::INFINITY; n],
@@ -77,33 +109,55 @@ impl<'p> Run<'p> {
         if pairs.is_empty() {
             return Ok(());
         }
-        for m in self.prober.ping_round(pairs, &self.spec)? {
+        let ms = self.prober.ping_round(pairs, &self.spec)?;
+        if std::env::var("TC_ROUNDS").is_ok() {
+            let maxrtt = ms.iter().map(|m| m.rtt_s()).fold(0.0, f64::max);
+            let maxdur = ms.iter().map(|m| m.duration_s()).fold(0.0, f64::max);
+            eprintln!(
+                "round pairs {:4} max_rtt {:8.1}us max_dur {:7.2}ms",
+                pairs.len(),
+                maxrtt * 1e6,
+                maxdur * 1e3
+            );
+        }
+        for m in ms {
             self.store.add(m);
         }
         Ok(())
     }
 
-    /// Start the tree from the first two hosts of `order` (or one host).
-    pub fn seed_tree(&mut self, order: &mut VecDeque<usize>) -> Result<(), InferError> {
-        let a = order.pop_front().expect("at least one host");
-        match order.pop_front() {
-            None => self.tree.init_single(a),
-            Some(b) => {
-                if self.store.get(a, b).is_none() {
-                    self.measure(&[(a, b)])?;
+    /// Start every builder's tree from the first two of its pending hosts (or one host),
+    /// measuring the seed pairs not measured yet in one round.
+    pub fn seed(&mut self, builders: &mut [Builder]) -> Result<(), InferError> {
+        let missing: Vec<(usize, usize)> = builders
+            .iter()
+            .filter(|b| b.pending.len() >= 2)
+            .map(|b| (b.pending[0], b.pending[1]))
+            .filter(|&(a, c)| self.store.get(a, c).is_none())
+            .collect();
+        self.measure(&missing)?;
+        for b in builders.iter_mut() {
+            let Some(a) = b.pending.pop_front() else { continue };
+            match b.pending.pop_front() {
+                None => b.tree.init_single(a),
+                Some(c) => {
+                    let d = self.store.get(a, c).unwrap().d;
+                    b.tree.init_pair(a, c, d);
+                    b.committed.push(a);
+                    b.committed.push(c);
+                    continue;
                 }
-                let d = self.store.get(a, b).unwrap().d;
-                self.tree.init_pair(a, b, d);
             }
+            b.committed.push(a);
         }
         Ok(())
     }
 
-    /// The next step of `h`'s search, dropping inconsistent measurements on the way.
-    pub fn step(&mut self, h: usize, params: &LocateParams) -> Step {
+    /// The next step of `h`'s search in `tree`, dropping inconsistent measurements on the way.
+    pub fn step(&mut self, tree: &WorkTree, h: usize, params: &LocateParams) -> Step {
         // A search that keeps asking is cut short: no sibling checks, no consistency checks.
         let relaxed;
-        let p = if self.steps[h] as usize > 4 * self.tree.num_hosts_in() + 40 {
+        let p = if self.steps[h] as usize > 4 * tree.num_hosts_in() + 40 {
             relaxed = LocateParams {
                 exhaustive: false,
                 flag_delta: f64::INFINITY,
@@ -115,7 +169,7 @@ impl<'p> Run<'p> {
             params
         };
         loop {
-            match locate(&self.tree, &self.store, h, p) {
+            match locate(tree, &self.store, h, p) {
                 Step::Drop(b) => {
                     self.store.mark_bad(h, b);
                     self.counters.dropped += 1;
@@ -125,98 +179,29 @@ impl<'p> Run<'p> {
         }
     }
 
-    /// Batch insertion of `pending` (in that order) into the tree. `params` is re-derived before
-    /// every round from what has been measured so far.
-    pub fn insert_batch(
-        &mut self,
-        mut pending: VecDeque<usize>,
-        params: &dyn Fn(&Store) -> LocateParams,
-    ) -> Result<(), InferError> {
-        let mut active: Vec<usize> = Vec::new();
+    /// Grow every builder until its hosts are all committed; the builders' requests share rounds
+    /// (their host sets are disjoint). `params` is re-derived before every round from what has
+    /// been measured so far.
+    pub fn grow(&mut self, builders: &mut [Builder], params: &dyn Fn(&Store) -> LocateParams) -> Result<(), InferError> {
         loop {
             let p = params(&self.store);
-            // Hosts placed while the access length looked longer than it now does may hide a
-            // switch the pruning did not look for: locate them again.
-            let a0 = shortest_access(&self.tree, p.tol_floor);
-            if let Some(a0) = a0.filter(|_| !p.exhaustive) {
-                let suspects: Vec<usize> = self
-                    .tree
-                    .hosts()
-                    .filter(|&h| {
-                        let leaf = self.tree.leaf_len(h);
-                        self.placed_access[h] > a0 + p.flag_delta
-                            && ((leaf - a0).abs() > p.flag_delta || leaf <= p.tol_floor)
-                    })
-                    .collect();
-                for h in suspects.into_iter().rev() {
-                    if self.tree.detach(h) {
-                        self.counters.relocated += 1;
-                        pending.push_front(h);
-                    }
+            let mut wants: Vec<(usize, usize, Want)> = Vec::new();
+            for (bi, b) in builders.iter_mut().enumerate() {
+                for (h, w) in self.plan(b, &p) {
+                    wants.push((bi, h, w));
                 }
             }
-            // Evaluate every active host; commit finished searches immediately so the hosts
-            // after them see the grown tree.
-            let mut wants: Vec<(usize, Want)> = Vec::new();
-            let mut still = Vec::with_capacity(active.len());
-            for &h in &active {
-                match self.step(h, &p) {
-                    Step::Place { at, leaf } => {
-                        if self.steps[h] as usize > 4 * self.tree.num_hosts_in() + 40 {
-                            self.counters.forced += 1;
-                        }
-                        if std::env::var("TC_TRACE").is_ok() {
-                            eprintln!("commit {h} at {at:?} leaf {leaf:e} meas {:?}", self.store.partners(h).iter().map(|&b| (b, self.store.get(h,b).unwrap().d)).collect::<Vec<_>>());
-                        }
-                        self.tree.attach(at, h, leaf);
-                        self.placed_access[h] = a0.unwrap_or(f64::INFINITY);
-                    }
-                    Step::Start => {
-                        wants.push((h, Want::Any));
-                        still.push(h);
-                    }
-                    Step::Branch(b) => {
-                        wants.push((h, Want::Branch(b)));
-                        still.push(h);
-                    }
-                    Step::Host(x) => {
-                        wants.push((h, Want::Host(x)));
-                        still.push(h);
-                    }
-                    Step::Remeasure(x) => {
-                        self.counters.remeasured += 1;
-                        wants.push((h, Want::Host(x)));
-                        still.push(h);
-                    }
-                    Step::Drop(_) => unreachable!("drops are handled in step()"),
-                }
-            }
-            active = still;
-            let capacity = self.tree.num_hosts_in().max(1);
-            while active.len() < capacity {
-                let Some(h) = pending.pop_front() else { break };
-                // A host re-entering with measurements may already know where it goes.
-                match self.step(h, &p) {
-                    Step::Place { at, leaf } => {
-                        self.tree.attach(at, h, leaf);
-                        self.placed_access[h] = a0.unwrap_or(f64::INFINITY);
-                        continue;
-                    }
-                    Step::Start => wants.push((h, Want::Any)),
-                    Step::Branch(b) => wants.push((h, Want::Branch(b))),
-                    Step::Host(x) | Step::Remeasure(x) => wants.push((h, Want::Host(x))),
-                    Step::Drop(_) => unreachable!(),
-                }
-                active.push(h);
-            }
-            if active.is_empty() {
+            if builders.iter().all(Builder::done) {
                 return Ok(());
             }
-            let pairs = self.schedule(&wants);
+            if wants.is_empty() {
+                continue; // commits made progress; plan again
+            }
+            let pairs = self.schedule(builders, &wants);
             if pairs.is_empty() {
                 return Err(InferError::Internal(format!(
                     "no measurement could be scheduled for {} waiting hosts",
-                    active.len()
+                    wants.len()
                 )));
             }
             for &(h, _) in &pairs {
@@ -226,63 +211,129 @@ impl<'p> Run<'p> {
         }
     }
 
-    /// Turn requests into disjoint (requester, server) pairs: the most constrained first.
-    fn schedule(&mut self, wants: &[(usize, Want)]) -> Vec<(usize, usize)> {
+    /// One builder's part of a round: re-queue hosts placed under a stale access length,
+    /// evaluate the searching hosts (committing finished ones at once, so the hosts after them
+    /// see the grown tree), activate waiting hosts, and return what the searching hosts want.
+    fn plan(&mut self, b: &mut Builder, p: &LocateParams) -> Vec<(usize, Want)> {
+        let mut wants = Vec::new();
+        let a0 = shortest_access(&b.tree, &self.store, p.tol_floor);
+        if let Some(a0) = a0.filter(|_| !p.exhaustive) {
+            // Hosts placed while the access length looked longer than it now does may hide a
+            // switch the pruning did not look for: locate them again.
+            let suspects: Vec<usize> = b
+                .tree
+                .hosts()
+                .filter(|&h| {
+                    let leaf = b.tree.leaf_len(h);
+                    self.placed_access[h] > a0 + p.flag_delta && ((leaf - a0).abs() > p.flag_delta || leaf <= p.tol_floor)
+                })
+                .collect();
+            for h in suspects.into_iter().rev() {
+                if b.tree.detach(h) {
+                    self.counters.relocated += 1;
+                    b.committed.retain(|&x| x != h);
+                    b.pending.push_front(h);
+                }
+            }
+        }
+        let mut still = Vec::with_capacity(b.active.len());
+        let mut queue: VecDeque<usize> = std::mem::take(&mut b.active).into();
+        let capacity = b.tree.num_hosts_in().max(1);
+        // Hosts ahead of a waiting host that are not committed yet (searching, or waiting
+        // themselves): a waiting host measured against one of them gets that measurement for
+        // free once it is committed, so it waits rather than searching from scratch (its warm-up
+        // partner, or the anchors of its own earlier search when trees are merged).
+        let mut ahead: HashSet<usize> = queue.iter().copied().collect();
+        let mut deferred: Vec<usize> = Vec::new();
+        loop {
+            // Active hosts first, then newly activated ones while there is capacity.
+            let h = match queue.pop_front() {
+                Some(h) => h,
+                None if still.len() < capacity => match b.pending.pop_front() {
+                    Some(h) => {
+                        let usable = self.store.partners(h).iter().filter(|&&x| b.tree.vertex_of(x).is_some()).count();
+                        let awaited = self.store.partners(h).iter().any(|x| ahead.contains(x));
+                        ahead.insert(h);
+                        if usable < 2 && awaited {
+                            deferred.push(h);
+                            continue;
+                        }
+                        h
+                    }
+                    None => break,
+                },
+                None => break,
+            };
+            match self.step(&b.tree, h, p) {
+                Step::Place { at, leaf } => {
+                    if self.steps[h] as usize > 4 * b.tree.num_hosts_in() + 40 {
+                        self.counters.forced += 1;
+                    }
+                    b.tree.attach(at, h, leaf);
+                    b.committed.push(h);
+                    self.placed_access[h] = a0.unwrap_or(f64::INFINITY);
+                }
+                Step::Start => wants.push((h, Want::Any)),
+                Step::Branch(br, reach) => wants.push((h, Want::Branch(br, reach))),
+                Step::Host(x) => wants.push((h, Want::Host(x))),
+                Step::Remeasure(x) => {
+                    self.counters.remeasured += 1;
+                    wants.push((h, Want::Host(x)));
+                }
+                Step::Drop(_) => unreachable!("drops are handled in step()"),
+            }
+            if !matches!(wants.last(), Some(&(x, _)) if x == h) {
+                continue;
+            }
+            still.push(h);
+        }
+        b.active = still;
+        for h in deferred.into_iter().rev() {
+            b.pending.push_front(h);
+        }
+        wants
+    }
+
+    /// Turn requests into disjoint (requester, server) pairs: the most constrained first. A
+    /// server is a committed host of the requester's builder.
+    fn schedule(&mut self, builders: &[Builder], wants: &[(usize, usize, Want)]) -> Vec<(usize, usize)> {
         let mut busy: HashSet<usize> = HashSet::new();
         let mut pairs = Vec::new();
         let rank = |w: &Want| match w {
             Want::Host(_) => 0,
-            Want::Branch(_) => 1,
+            Want::Branch(..) => 1,
             Want::Any => 2,
         };
         let mut order: Vec<usize> = (0..wants.len()).collect();
-        order.sort_by_key(|&i| rank(&wants[i].1));
-        let committed: Vec<usize> = self.tree.hosts().collect(); // sorted
-        let mut any_pool = committed.clone();
-        self.rng.shuffle(&mut any_pool);
-        let mut any_next = 0usize;
+        order.sort_by_key(|&i| rank(&wants[i].2));
+        // Committed hosts per builder: sorted (for the hint) and shuffled (otherwise).
+        let committed: Vec<Vec<usize>> = builders.iter().map(|b| b.tree.hosts().collect()).collect();
+        let mut pools: Vec<Vec<usize>> = committed.clone();
+        for pool in &mut pools {
+            self.rng.shuffle(pool);
+        }
+        let mut pool_next = vec![0usize; builders.len()];
         for i in order {
-            let (h, w) = wants[i];
+            let (bi, h, w) = wants[i];
             if busy.contains(&h) {
                 continue;
             }
+            let tree = &builders[bi].tree;
+            let free = |x: usize| !busy.contains(&x) && self.store.get(h, x).is_none();
             let server = match w {
                 Want::Host(x) => Some(x).filter(|x| !busy.contains(x)),
-                Want::Branch(b) => self
-                    .tree
-                    // A commit earlier in this pass may have split the link at -> via.
-                    .nearest_hosts(Branch { at: b.at, via: self.tree.toward(b.at, b.via) }, 1, |x| {
-                        !busy.contains(&x) && self.store.get(h, x).is_none()
-                    })
-                    .first()
-                    .map(|&(_, x)| x),
-                Want::Any if self.hint => {
-                    // The committed host nearest in host order: MPI hosts usually come in
-                    // hostfile order, which follows racks and switches.
-                    let at = committed.partition_point(|&x| x < h);
-                    let (mut lo, mut hi) = (at, at);
-                    let mut found = None;
-                    while found.is_none() && (lo > 0 || hi < committed.len()) {
-                        let take_hi = hi < committed.len() && (lo == 0 || committed[hi] - h <= h - committed[lo - 1]);
-                        let x = if take_hi {
-                            hi += 1;
-                            committed[hi - 1]
-                        } else {
-                            lo -= 1;
-                            committed[lo]
-                        };
-                        if !busy.contains(&x) && self.store.get(h, x).is_none() {
-                            found = Some(x);
-                        }
-                    }
-                    found
+                // A commit earlier in the pass may have split the link at -> via.
+                Want::Branch(b, reach) => {
+                    tree.host_at_distance(Branch { at: b.at, via: tree.toward(b.at, b.via) }, reach, free)
                 }
+                Want::Any if self.hint => nearest_in_order(&committed[bi], h, free),
                 Want::Any => {
+                    let pool = &pools[bi];
                     let mut found = None;
-                    while any_next < any_pool.len() {
-                        let x = any_pool[any_next];
-                        any_next += 1;
-                        if !busy.contains(&x) && self.store.get(h, x).is_none() {
+                    while pool_next[bi] < pool.len() {
+                        let x = pool[pool_next[bi]];
+                        pool_next[bi] += 1;
+                        if free(x) {
                             found = Some(x);
                             break;
                         }
@@ -300,7 +351,8 @@ impl<'p> Run<'p> {
     }
 
     /// Seed 002's sequential insertion with `find_close_host` pipelined ten hosts ahead.
-    pub fn insert_paper(&mut self, mut pending: VecDeque<usize>, params: &LocateParams) -> Result<(), InferError> {
+    pub fn insert_paper(&mut self, b: &mut Builder, params: &LocateParams) -> Result<(), InferError> {
+        let mut pending = std::mem::take(&mut b.pending);
         const AHEAD: usize = 10;
         // find_close_host state of the hosts waiting: remaining candidates M.
         let mut close: HashMap<usize, Vec<usize>> = HashMap::new();
@@ -308,7 +360,7 @@ impl<'p> Run<'p> {
         loop {
             while window.len() < AHEAD + 1 {
                 let Some(h) = pending.pop_front() else { break };
-                let mut m: Vec<usize> = self.tree.hosts().collect();
+                let mut m: Vec<usize> = b.tree.hosts().collect();
                 self.rng.shuffle(&mut m);
                 close.insert(h, m);
                 window.push_back(h);
@@ -318,17 +370,18 @@ impl<'p> Run<'p> {
             let mut pairs = Vec::new();
             // The head inserts itself once its find_close_host is done.
             if close[&head].is_empty() {
-                match self.step(head, params) {
+                match self.step(&b.tree, head, params) {
                     Step::Place { at, leaf } => {
-                        self.tree.attach(at, head, leaf);
+                        b.tree.attach(at, head, leaf);
+                        b.committed.push(head);
                         window.pop_front();
                         close.remove(&head);
                         continue;
                     }
                     Step::Start => unreachable!("find_close_host measured at least one host"),
-                    Step::Branch(b) => {
-                        let x = self.tree.nearest_hosts(b, 1, |x| self.store.get(head, x).is_none());
-                        pairs.push((head, x.first().map_or(b.via, |&(_, x)| x)));
+                    Step::Branch(br, _) => {
+                        let x = b.tree.nearest_hosts(br, 1, |x| self.store.get(head, x).is_none());
+                        pairs.push((head, x.first().map_or(br.via, |&(_, x)| x)));
                     }
                     Step::Host(x) | Step::Remeasure(x) => pairs.push((head, x)),
                     Step::Drop(_) => unreachable!(),
@@ -351,8 +404,8 @@ impl<'p> Run<'p> {
             // find_close_host's filter: drop candidates surely farther (> 3x) or no closer (< x/3).
             for &(h, j) in &pairs {
                 let Some(m) = close.get_mut(&h) else { continue };
-                let (Some(x), Some(vj)) = (self.store.get(h, j), self.tree.vertex_of(j)) else { continue };
-                let t = &self.tree;
+                let (Some(x), Some(vj)) = (self.store.get(h, j), b.tree.vertex_of(j)) else { continue };
+                let t = &b.tree;
                 m.retain(|&k| {
                     let y = t.dist(t.vertex_of(k).unwrap(), vj);
                     y <= 3.0 * x.d && y >= x.d / 3.0
@@ -360,4 +413,25 @@ impl<'p> Run<'p> {
             }
         }
     }
+}
+
+/// The host of `sorted` nearest to `h` in host order that `ok` accepts (MPI hosts usually come
+/// in hostfile order, which follows racks and switches).
+fn nearest_in_order(sorted: &[usize], h: usize, ok: impl Fn(usize) -> bool) -> Option<usize> {
+    let at = sorted.partition_point(|&x| x < h);
+    let (mut lo, mut hi) = (at, at);
+    while lo > 0 || hi < sorted.len() {
+        let take_hi = hi < sorted.len() && (lo == 0 || sorted[hi] - h <= h - sorted[lo - 1]);
+        let x = if take_hi {
+            hi += 1;
+            sorted[hi - 1]
+        } else {
+            lo -= 1;
+            sorted[lo]
+        };
+        if ok(x) {
+            return Some(x);
+        }
+    }
+    None
 }

@@ -45,8 +45,9 @@ pub(crate) struct LocateParams {
 pub(crate) enum Step {
     /// Nothing usable is measured yet: measure any host of the tree.
     Start,
-    /// Measure any host of this branch (the nearest to `at` is best).
-    Branch(Branch),
+    /// Measure a host of this branch, preferably one about `reach` from `b.at` (the new host's
+    /// own distance from there: a host at a similar depth most likely shares its path).
+    Branch(Branch, f64),
     /// Measure this host.
     Host(usize),
     /// Measure this host again (its value is inconsistent with the rest).
@@ -74,7 +75,7 @@ pub(crate) fn locate(t: &WorkTree, s: &Store, h: usize, p: &LocateParams) -> Ste
     let Some(&(a, va, oa)) = obs.iter().min_by(|x, y| x.2.d.total_cmp(&y.2.d).then(x.0.cmp(&y.0))) else {
         return Step::Start;
     };
-    let access = if p.exhaustive { None } else { shortest_access(t, p.tol_floor) };
+    let access = if p.exhaustive { None } else { shortest_access(t, s, p.tol_floor) };
     // Is a leaf longer than an access link (so a hidden switch or link may hide in it)?
     let long = |l: f64| access.map_or(true, |a0| l > a0 + p.flag_delta || l < a0 - p.flag_delta);
     if obs.len() == 1 {
@@ -105,7 +106,7 @@ pub(crate) fn locate(t: &WorkTree, s: &Store, h: usize, p: &LocateParams) -> Ste
                 leaf: (oa.d - l).max(0.0),
             };
         }
-        return Step::Branch(b);
+        return Step::Branch(b, oa.d);
     }
 
     // Eq. 1 for every measured B: H leaves the path a -> B at distance g from a.
@@ -184,14 +185,20 @@ pub(crate) fn locate(t: &WorkTree, s: &Store, h: usize, p: &LocateParams) -> Ste
                 return Step::Place { at, leaf };
             }
             let host_ok = |c: usize| p.exhaustive || long(t.leaf_len(c));
-            next_branch(t, v, &explored, &host_ok).unwrap_or(Step::Place { at, leaf })
+            next_branch(t, v, &explored, &host_ok, leaf).unwrap_or(Step::Place { at, leaf })
         }
     }
 }
 
 /// The next unexplored branch at switch `v`: switch branches first, the one with the most hosts
 /// first (it most likely holds the new host); host leaves accepted by `check_host`.
-fn next_branch(t: &WorkTree, v: usize, explored: &[usize], check_host: &dyn Fn(usize) -> bool) -> Option<Step> {
+fn next_branch(
+    t: &WorkTree,
+    v: usize,
+    explored: &[usize],
+    check_host: &dyn Fn(usize) -> bool,
+    reach: f64,
+) -> Option<Step> {
     let mut best: Option<(usize, usize)> = None; // (hosts, via)
     let mut host_leaf: Option<usize> = None;
     for w in t.neighbors(v) {
@@ -209,7 +216,7 @@ fn next_branch(t: &WorkTree, v: usize, explored: &[usize], check_host: &dyn Fn(u
             best = Some((n, w));
         }
     }
-    best.map(|(_, via)| Step::Branch(Branch { at: v, via }))
+    best.map(|(_, via)| Step::Branch(Branch { at: v, via }, reach))
         .or(host_leaf.map(Step::Host))
 }
 
@@ -224,10 +231,15 @@ fn next_branch(t: &WorkTree, v: usize, explored: &[usize], check_host: &dyn Fn(u
 ///
 /// Leaves not longer than `floor` are left out: a (near) zero leaf is an artefact of hosts placed
 /// against a wrong part of the tree, not a real link, and would make every other leaf look long.
-pub(crate) fn shortest_access(t: &WorkTree, floor: f64) -> Option<f64> {
+///
+/// Half the shortest distance measured between two hosts bounds it too: two hosts on one switch
+/// are two access links apart. This catches the access length from the first round (when
+/// neighbours in host order are measured), before any switch of the tree has two hosts.
+pub(crate) fn shortest_access(t: &WorkTree, s: &Store, floor: f64) -> Option<f64> {
     t.hosts()
         .filter(|&h| t.host_parent(h).is_some_and(|p| !t.is_host(p)))
         .map(|h| t.leaf_len(h))
+        .chain(s.min_d().map(|d| d / 2.0))
         .filter(|&l| l > floor)
         .min_by(f64::total_cmp)
 }
@@ -278,10 +290,13 @@ mod tests {
         // One measurement: any other host (the scheduler takes the nearest free ones).
         assert_eq!(
             locate(&t, &s, 5, &p),
-            Step::Branch(Branch {
-                at: t.vertex_of(0).unwrap(),
-                via: x
-            })
+            Step::Branch(
+                Branch {
+                    at: t.vertex_of(0).unwrap(),
+                    via: x
+                },
+                6.0
+            )
         );
         meas(&mut s, 5, 2, 2.0);
         // Anchor 2 (nearest), B = 0: g = (2 + 6 - 6)/2 = 1 = Y. At Y, branches: 2 and 0 explored;
@@ -323,6 +338,6 @@ mod tests {
         assert_eq!(locate(&t, &s, 5, &p), Step::Drop(0));
         s.mark_bad(5, 0);
         // Without it, one usable measurement remains: ask for another host.
-        assert!(matches!(locate(&t, &s, 5, &p), Step::Branch(b) if b.at == t.vertex_of(2).unwrap()));
+        assert!(matches!(locate(&t, &s, 5, &p), Step::Branch(b, _) if b.at == t.vertex_of(2).unwrap()));
     }
 }

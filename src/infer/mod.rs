@@ -33,6 +33,7 @@ pub use export::with_ranks;
 
 use crate::probe::{PingSpec, ProbeError, ProbeStats, Prober};
 use crate::topology::Topology;
+use driver::Builder;
 use locate::LocateParams;
 use serde::Serialize;
 use std::collections::VecDeque;
@@ -145,42 +146,70 @@ pub fn infer(prober: &mut dyn Prober, opts: &InferOptions) -> Result<Inferred, I
     let names: Vec<String> = (0..n).map(|h| prober.host_name(h).to_string()).collect();
     let mut run = driver::Run::new(prober, opts.ping, opts.seed);
     run.hint = opts.locality_hint && opts.strategy != Strategy::Paper;
-    let mut order: VecDeque<usize> = if run.hint {
-        spread_order(n, run.rng.below(n as u64) as usize).into()
-    } else {
-        let mut o: Vec<usize> = (0..n).collect();
-        run.rng.shuffle(&mut o);
-        o.into()
-    };
-
-    if opts.strategy == Strategy::AllPairs {
-        for round in crate::probe::round_robin_rounds(n) {
-            run.measure(&round)?;
-        }
-    }
-    run.seed_tree(&mut order)?;
     let mut stats = InferStats::default();
-    match opts.strategy {
+    let mut main = match opts.strategy {
+        Strategy::Paper => {
+            let mut order: Vec<usize> = (0..n).collect();
+            run.rng.shuffle(&mut order);
+            let mut b = [Builder::new(n, order.into())];
+            run.seed(&mut b)?;
+            let [mut b] = b;
+            run.insert_paper(&mut b, &paper_params(&run.store))?;
+            b
+        }
         Strategy::Batch | Strategy::AllPairs => {
-            run.insert_batch(order, &batch_params)?;
-            let r = refine::refine(&mut run, &batch_params)?;
+            let groups = insertion_groups(n, run.hint, &mut run.rng);
+            if opts.strategy == Strategy::AllPairs {
+                for round in crate::probe::round_robin_rounds(n) {
+                    run.measure(&round)?;
+                }
+            } else {
+                // Warm-up: consecutive hosts of each insertion order in one round of disjoint
+                // pairs (neighbours in host order with the hint). It yields the access length
+                // from the start (two hosts on one switch are two access links apart) and gives
+                // every host a first measurement for when its partner is inserted.
+                let warm: Vec<(usize, usize)> = groups
+                    .iter()
+                    .flat_map(|g| g.chunks_exact(2).map(|c| (c[1], c[0])).collect::<Vec<_>>())
+                    .collect();
+                run.measure(&warm)?;
+            }
+            let mut builders: Vec<Builder> = groups.into_iter().map(|g| Builder::new(n, g.into())).collect();
+            run.seed(&mut builders)?;
+            run.grow(&mut builders, &batch_params)?;
+            let mut main = builders.remove(0);
+            if !builders.is_empty() {
+                // Merge: insert the other trees' hosts into the first, each tree in its own
+                // commit order (its early hosts anchor the later ones), trees interleaved so
+                // their first hosts search concurrently. What they measured among themselves
+                // is reused, so a subtree costs a few new measurements.
+                let mut queues: Vec<VecDeque<usize>> = builders.into_iter().map(|b| b.committed.into()).collect();
+                let mut pending = VecDeque::new();
+                while queues.iter().any(|q| !q.is_empty()) {
+                    for q in &mut queues {
+                        pending.extend(q.pop_front());
+                    }
+                }
+                main.pending = pending;
+                run.grow(std::slice::from_mut(&mut main), &batch_params)?;
+            }
+            let r = refine::refine(&mut run, &mut main, &batch_params)?;
             stats.relocated = r.relocated + run.counters.relocated;
             stats.merged = r.merged;
             stats.noise_s = r.noise_s;
             stats.merge_threshold_s = r.threshold_s;
+            main
         }
-        Strategy::Paper => {
-            run.insert_paper(order, &paper_params(&run.store))?;
-        }
-    }
+    };
     let bandwidth = match opts.bandwidth_bytes {
-        Some(bytes) if n >= 2 => Some(bandwidth::measure(&mut run, bytes)?),
+        Some(bytes) if n >= 2 => Some(bandwidth::measure(&mut run, &main.tree, bytes)?),
         _ => None,
     };
     stats.remeasured = run.counters.remeasured;
     stats.dropped = run.counters.dropped;
-    let topology = export::to_topology(&run.tree, &names, &run.store, bandwidth.as_ref().map(|m| &m.per_link))
+    let topology = export::to_topology(&main.tree, &names, &run.store, bandwidth.as_ref().map(|m| &m.per_link))
         .map_err(|e| InferError::Internal(e.to_string()))?;
+    main.tree = tree::WorkTree::default();
     stats.probe = run.prober.stats().clone();
     Ok(Inferred {
         topology,
@@ -189,15 +218,44 @@ pub fn infer(prober: &mut dyn Prober, opts: &InferOptions) -> Result<Inferred, I
     })
 }
 
-/// `0..n` in bit-reversed order of positions, rotated by `offset`: every prefix is spread evenly
-/// over the host list, so each newly inserted host has an already inserted neighbour in host
-/// order about `n / inserted` positions away.
-fn spread_order(n: usize, offset: usize) -> Vec<usize> {
-    let bits = n.next_power_of_two().trailing_zeros();
-    (0..n.next_power_of_two())
+/// Hosts per independently grown tree when host order is a locality hint.
+const GROUP: usize = 32;
+
+/// The insertion orders: with the hint, contiguous blocks of [`GROUP`] hosts (likely one part of
+/// the network each) grown as separate trees in shared rounds, then merged; each block's order
+/// spreads over the block ([`spread_pairs`]). Without the hint, one random order.
+fn insertion_groups(n: usize, hint: bool, rng: &mut crate::util::rng::Rng) -> Vec<Vec<usize>> {
+    if !hint {
+        let mut o: Vec<usize> = (0..n).collect();
+        rng.shuffle(&mut o);
+        return vec![o];
+    }
+    let k = (n / GROUP).max(1);
+    (0..k)
+        .map(|g| {
+            let (lo, hi) = (g * n / k, (g + 1) * n / k);
+            let len = hi - lo;
+            spread_pairs(len, rng.below(len as u64 / 2 + 1) as usize)
+                .into_iter()
+                .map(|i| lo + i)
+                .collect()
+        })
+        .collect()
+}
+
+/// `0..n` as neighbour pairs `(2p, 2p + 1)`, the pairs in bit-reversed order of `p` rotated by
+/// `offset`: every prefix is spread evenly over the host list, so each newly inserted host has
+/// an already inserted neighbour in host order about `n / inserted` positions away, and the two
+/// hosts of a pair (likely on one switch) come one after the other.
+fn spread_pairs(n: usize, offset: usize) -> Vec<usize> {
+    let pairs = n.div_ceil(2);
+    let bits = pairs.next_power_of_two().trailing_zeros();
+    (0..pairs.next_power_of_two())
         .map(|i| if bits == 0 { 0 } else { i.reverse_bits() >> (usize::BITS - bits) })
-        .filter(|&p| p < n)
-        .map(|p| (p + offset) % n)
+        .filter(|&p| p < pairs)
+        .map(|p| (p + offset) % pairs)
+        .flat_map(|p| [2 * p, 2 * p + 1])
+        .filter(|&h| h < n)
         .collect()
 }
 
@@ -218,7 +276,7 @@ fn batch_params(store: &store::Store) -> LocateParams {
         exhaustive: false,
         kappa: 2.0,
         tol_floor: (8.0 * sigma).max(1e-9),
-        flag_delta: (8.0 * sigma).max(1e-9),
+        flag_delta: (10.0 * sigma).max(1e-9),
         robust: true,
         max_times: 2,
     }

@@ -20,7 +20,7 @@
 //! small pull towards the insertion estimate so links no measurement separates stay put).
 //! Outliers (residual above five noise scales) are left out of the fit.
 
-use super::driver::Run;
+use super::driver::{Builder, Run};
 use super::locate::{shortest_access, LocateParams, Step};
 use super::store::Store;
 use super::tree::WorkTree;
@@ -34,35 +34,39 @@ pub(crate) struct RefineReport {
     pub threshold_s: f64,
 }
 
-/// Verification passes, then merge and refit.
-pub(crate) fn refine(run: &mut Run, params: &dyn Fn(&Store) -> LocateParams) -> Result<RefineReport, InferError> {
+/// Verification passes on `main`'s tree, then merge and refit.
+pub(crate) fn refine(
+    run: &mut Run,
+    main: &mut Builder,
+    params: &dyn Fn(&Store) -> LocateParams,
+) -> Result<RefineReport, InferError> {
     let mut relocated = 0u64;
     for _pass in 0..3 {
-        if run.tree.num_hosts_in() <= 3 {
+        if main.tree.num_hosts_in() <= 3 {
             break;
         }
         let p = params(&run.store);
         let mut pending = VecDeque::new();
-        let hosts: Vec<usize> = run.tree.hosts().collect();
+        let hosts: Vec<usize> = main.tree.hosts().collect();
         for h in hosts {
-            let Some(v) = run.tree.host_parent(h) else { continue };
-            if run.tree.is_host(v) {
+            let Some(v) = main.tree.host_parent(h) else { continue };
+            if main.tree.is_host(v) {
                 continue;
             }
-            let leaf = run.tree.leaf_len(h);
-            let long = shortest_access(&run.tree, p.tol_floor)
+            let leaf = main.tree.leaf_len(h);
+            let long = shortest_access(&main.tree, &run.store, p.tol_floor)
                 .map_or(true, |a0| (leaf - a0).abs() > p.flag_delta || leaf <= p.tol_floor);
-            if !long && inconsistent(&run.tree, &run.store, h, &p) < 2 {
+            if !long && inconsistent(&main.tree, &run.store, h, &p) < 2 {
                 continue;
             }
-            let before = siblings(&run.tree, h);
-            if !run.tree.detach(h) {
+            let before = siblings(&main.tree, h);
+            if !main.tree.detach(h) {
                 continue;
             }
-            match run.step(h, &p) {
+            match run.step(&main.tree, h, &p) {
                 Step::Place { at, leaf } => {
-                    run.tree.attach(at, h, leaf);
-                    if siblings(&run.tree, h) != before {
+                    main.tree.attach(at, h, leaf);
+                    if siblings(&main.tree, h) != before {
                         relocated += 1;
                     }
                 }
@@ -73,15 +77,17 @@ pub(crate) fn refine(run: &mut Run, params: &dyn Fn(&Store) -> LocateParams) -> 
             break;
         }
         relocated += pending.len() as u64;
-        run.insert_batch(pending, params)?;
+        main.pending = pending;
+        run.grow(std::slice::from_mut(main), params)?;
     }
 
-    refit(&mut run.tree, &run.store, 0.0);
-    let noise = noise_scale(&run.tree, &run.store);
-    let threshold = merge_threshold(&run.tree, noise);
-    let merged = merge_short_links(&mut run.tree, threshold);
+    let t = &mut main.tree;
+    refit(t, &run.store, 0.0);
+    let noise = noise_scale(t, &run.store);
+    let threshold = merge_threshold(t, noise);
+    let merged = merge_short_links(t, threshold);
     if merged > 0 {
-        refit(&mut run.tree, &run.store, noise);
+        refit(t, &run.store, noise);
     }
     Ok(RefineReport {
         relocated,

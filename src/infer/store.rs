@@ -26,6 +26,8 @@ pub(crate) struct Store {
     pub raw: Vec<PairMeasurement>,
     /// Uncertainties of all measurements (for the global noise scale).
     us: Vec<f64>,
+    /// The smallest one-way distance measured between any two hosts.
+    min_d: Option<f64>,
 }
 
 fn key(a: usize, b: usize) -> (usize, usize) {
@@ -47,6 +49,7 @@ impl Store {
             u: m.robust_interval_s() / 2.0,
         };
         self.us.push(new.u);
+        self.min_d = Some(self.min_d.map_or(new.d, |m| m.min(new.d)));
         let t = self.times.entry(k).or_default();
         *t = t.saturating_add(1);
         match self.obs.get_mut(&k) {
@@ -62,6 +65,11 @@ impl Store {
             }
         }
         self.raw.push(m);
+    }
+
+    /// The smallest one-way distance measured so far between two hosts.
+    pub fn min_d(&self) -> Option<f64> {
+        self.min_d
     }
 
     pub fn get(&self, a: usize, b: usize) -> Option<Obs> {

@@ -308,6 +308,27 @@ impl WorkTree {
         out
     }
 
+    /// The host of branch `b` accepted by `ok` whose distance from `b.at` is closest to
+    /// `target` (ties: the nearer one, then the smaller host number).
+    pub fn host_at_distance(&self, b: Branch, target: f64, ok: impl Fn(usize) -> bool) -> Option<usize> {
+        let mut best: Option<(f64, f64, usize)> = None;
+        let mut stack = vec![(b.via, b.at, self.link_len(b.at, b.via))];
+        while let Some((x, from, d)) = stack.pop() {
+            if let Some(h) = self.host_of[x].filter(|&h| ok(h)) {
+                let key = ((d - target).abs(), d, h);
+                if best.map_or(true, |bb| key < bb) {
+                    best = Some(key);
+                }
+            }
+            for w in self.neighbors(x) {
+                if w != from {
+                    stack.push((w, x, d + self.link_len(x, w)));
+                }
+            }
+        }
+        best.map(|(_, _, h)| h)
+    }
+
     /// Number of hosts in branch `b`.
     pub fn branch_host_count(&self, b: Branch) -> usize {
         let below = |v: usize| -> usize {
