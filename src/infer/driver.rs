@@ -13,7 +13,8 @@
 //! in a random order, every branch (host siblings included) is checked, and the next ten hosts
 //! run `find_close_host` concurrently with the current insertion.
 
-use super::locate::{locate, shortest_access, LocateParams, Step};
+use super::locate::{locate, LocateParams, Step};
+use super::refine::refit;
 use super::store::Store;
 use super::tree::{Branch, WorkTree};
 use super::InferError;
@@ -126,30 +127,29 @@ impl<'p> Run<'p> {
         Ok(())
     }
 
-    /// Start every builder's tree from the first two of its pending hosts (or one host),
-    /// measuring the seed pairs not measured yet in one round.
-    pub fn seed(&mut self, builders: &mut [Builder]) -> Result<(), InferError> {
-        let missing: Vec<(usize, usize)> = builders
-            .iter()
-            .filter(|b| b.pending.len() >= 2)
-            .map(|b| (b.pending[0], b.pending[1]))
-            .filter(|&(a, c)| self.store.get(a, c).is_none())
-            .collect();
-        self.measure(&missing)?;
-        for b in builders.iter_mut() {
-            let Some(a) = b.pending.pop_front() else { continue };
-            match b.pending.pop_front() {
-                None => b.tree.init_single(a),
-                Some(c) => {
-                    let d = self.store.get(a, c).unwrap().d;
-                    b.tree.init_pair(a, c, d);
-                    b.committed.push(a);
-                    b.committed.push(c);
-                    continue;
-                }
+    /// Start a builder's tree from the first two of its pending hosts (measured already), or
+    /// from its only host.
+    fn seed_one(&mut self, b: &mut Builder) {
+        let Some(a) = b.pending.pop_front() else { return };
+        b.committed.push(a);
+        match b.pending.pop_front() {
+            None => b.tree.init_single(a),
+            Some(c) => {
+                let d = self.store.get(a, c).expect("seed pair measured").d;
+                b.tree.init_pair(a, c, d);
+                b.committed.push(c);
             }
-            b.committed.push(a);
         }
+    }
+
+    /// Seed a builder (paper mode): measure its first pair if needed.
+    pub fn seed_paper(&mut self, b: &mut Builder) -> Result<(), InferError> {
+        if let (Some(a), Some(c)) = (b.pending.front().copied(), b.pending.get(1).copied()) {
+            if self.store.get(a, c).is_none() {
+                self.measure(&[(a, c)])?;
+            }
+        }
+        self.seed_one(b);
         Ok(())
     }
 
@@ -182,9 +182,17 @@ impl<'p> Run<'p> {
     /// Grow every builder until its hosts are all committed; the builders' requests share rounds
     /// (their host sets are disjoint). `params` is re-derived before every round from what has
     /// been measured so far.
-    pub fn grow(&mut self, builders: &mut [Builder], params: &dyn Fn(&Store) -> LocateParams) -> Result<(), InferError> {
+    pub fn grow(
+        &mut self,
+        builders: &mut [Builder],
+        params: &dyn Fn(&Store, &[&WorkTree]) -> LocateParams,
+    ) -> Result<(), InferError> {
         loop {
-            let p = params(&self.store);
+            let trees: Vec<&WorkTree> = builders.iter().map(|b| &b.tree).collect();
+            let p = params(&self.store, &trees);
+            if std::env::var("TC_PARAMS").is_ok() {
+                eprintln!("params tol_floor {:.3}us delta {:.3}us a0 {:?}", p.tol_floor * 1e6, p.flag_delta * 1e6, p.access.map(|x| x * 1e6));
+            }
             let mut wants: Vec<(usize, usize, Want)> = Vec::new();
             for (bi, b) in builders.iter_mut().enumerate() {
                 for (h, w) in self.plan(b, &p) {
@@ -216,7 +224,20 @@ impl<'p> Run<'p> {
     /// see the grown tree), activate waiting hosts, and return what the searching hosts want.
     fn plan(&mut self, b: &mut Builder, p: &LocateParams) -> Vec<(usize, Want)> {
         let mut wants = Vec::new();
-        let a0 = shortest_access(&b.tree, &self.store, p.tol_floor);
+        // Each link was estimated from the few measurements of the host that created it, and
+        // hosts placed against estimated links inherit their errors; a few least-squares sweeps
+        // over everything measured stop the errors from adding up along chains of insertions.
+        if b.tree.num_hosts_in() >= 4 {
+            refit(&mut b.tree, &self.store, 0.0, 20);
+        }
+        if b.tree.num_hosts_in() == 0 {
+            // Not seeded yet: the seed pair is measured in a shared round first.
+            match (b.pending.front().copied(), b.pending.get(1).copied()) {
+                (Some(a), Some(c)) if self.store.get(a, c).is_none() => return vec![(a, Want::Host(c))],
+                _ => self.seed_one(b),
+            }
+        }
+        let a0 = p.access;
         if let Some(a0) = a0.filter(|_| !p.exhaustive) {
             // Hosts placed while the access length looked longer than it now does may hide a
             // switch the pruning did not look for: locate them again.
@@ -266,6 +287,14 @@ impl<'p> Run<'p> {
             };
             match self.step(&b.tree, h, p) {
                 Step::Place { at, leaf } => {
+                    if std::env::var("TC_TRACE").is_ok() {
+                        eprintln!(
+                            "commit {h} leaf {:.2}us after {} meas: {:?}",
+                            leaf * 1e6,
+                            self.steps[h],
+                            self.store.partners(h).iter().filter(|&&x| b.tree.vertex_of(x).is_some()).map(|&x| (x, (self.store.get(h, x).unwrap().d * 1e6).round())).collect::<Vec<_>>()
+                        );
+                    }
                     if self.steps[h] as usize > 4 * b.tree.num_hosts_in() + 40 {
                         self.counters.forced += 1;
                     }
@@ -321,7 +350,7 @@ impl<'p> Run<'p> {
             let tree = &builders[bi].tree;
             let free = |x: usize| !busy.contains(&x) && self.store.get(h, x).is_none();
             let server = match w {
-                Want::Host(x) => Some(x).filter(|x| !busy.contains(x)),
+                Want::Host(x) => Some(x).filter(|x| !busy.contains(x) && !busy.contains(&h)),
                 // A commit earlier in the pass may have split the link at -> via.
                 Want::Branch(b, reach) => {
                     tree.host_at_distance(Branch { at: b.at, via: tree.toward(b.at, b.via) }, reach, free)

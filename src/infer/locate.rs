@@ -36,6 +36,8 @@ pub(crate) struct LocateParams {
     pub flag_delta: f64,
     /// Check measurements against the placement (and ask for re-measurements).
     pub robust: bool,
+    /// The access length (see [`access_length`]); `None`: unknown, nothing is pruned.
+    pub access: Option<f64>,
     /// How often a pair may be measured before an inconsistent value is dropped.
     pub max_times: u8,
 }
@@ -75,7 +77,7 @@ pub(crate) fn locate(t: &WorkTree, s: &Store, h: usize, p: &LocateParams) -> Ste
     let Some(&(a, va, oa)) = obs.iter().min_by(|x, y| x.2.d.total_cmp(&y.2.d).then(x.0.cmp(&y.0))) else {
         return Step::Start;
     };
-    let access = if p.exhaustive { None } else { shortest_access(t, s, p.tol_floor) };
+    let access = if p.exhaustive { None } else { p.access };
     // Is a leaf longer than an access link (so a hidden switch or link may hide in it)?
     let long = |l: f64| access.map_or(true, |a0| l > a0 + p.flag_delta || l < a0 - p.flag_delta);
     if obs.len() == 1 {
@@ -134,7 +136,11 @@ pub(crate) fn locate(t: &WorkTree, s: &Store, h: usize, p: &LocateParams) -> Ste
     }
     let (g, _, vb, tol) = best.expect("two or more measurements");
     let at = t.point_on_path(va, vb, g, tol);
-    let leaf = (oa.d - t.dist_point(va, at)).max(0.0);
+    // The leaf from every measurement (they agree when H hangs at `at`, deeper or not): the
+    // median is robust to one bad value and averages the jitter of the rest.
+    let mut leaves: Vec<f64> = obs.iter().map(|&(_, vb, ob)| ob.d - t.dist_point(vb, at)).collect();
+    leaves.sort_by(f64::total_cmp);
+    let leaf = leaves[leaves.len() / 2].max(0.0);
 
     if p.robust {
         for &(b, vb, ob) in &obs {
@@ -220,28 +226,37 @@ fn next_branch(
         .or(host_leaf.map(Step::Host))
 }
 
-/// The shortest access link of the tree: the shortest leaf of a host hanging from a switch.
-/// `None` while there is no switch.
+/// The access length: how long a host's own link is, as a robust low quantile (the
+/// `1 + count / 20`-th smallest) of the leaves of the hosts hanging from a switch in `trees` and
+/// of half of every measured host-to-host distance (two hosts on one switch are two access links
+/// apart, which gives the access length from the first round, before any tree has a switch).
+/// `None` while nothing qualifies.
 ///
-/// Why global and not "around the switch": early in a run the hosts around a switch often all
-/// hang one hidden switch too high (their own switch is not discovered yet), so a local minimum
-/// overestimates the access length and would let misplaced hosts pass unchecked. A global
-/// minimum errs the other way: where access links differ (mixed NICs), hosts with slower ones
-/// are checked for nothing — extra measurements, never a wrong tree.
+/// Why a quantile and not the minimum: leaves and distances carry jitter, and the minimum of
+/// hundreds of them sinks by several standard deviations, making every leaf look long. Why
+/// global and not "around the switch": early in a run the hosts around a switch often all hang
+/// one hidden switch too high, so a local value overestimates the access length and would let
+/// misplaced hosts pass unchecked. Where access links truly differ (mixed NICs), hosts with
+/// slower ones are checked for nothing — extra measurements, never a wrong tree.
 ///
 /// Leaves not longer than `floor` are left out: a (near) zero leaf is an artefact of hosts placed
-/// against a wrong part of the tree, not a real link, and would make every other leaf look long.
-///
-/// Half the shortest distance measured between two hosts bounds it too: two hosts on one switch
-/// are two access links apart. This catches the access length from the first round (when
-/// neighbours in host order are measured), before any switch of the tree has two hosts.
-pub(crate) fn shortest_access(t: &WorkTree, s: &Store, floor: f64) -> Option<f64> {
-    t.hosts()
-        .filter(|&h| t.host_parent(h).is_some_and(|p| !t.is_host(p)))
-        .map(|h| t.leaf_len(h))
-        .chain(s.min_d().map(|d| d / 2.0))
+/// against a wrong part of the tree, not a real link.
+pub(crate) fn access_length(trees: &[&WorkTree], s: &Store, floor: f64) -> Option<f64> {
+    let mut v: Vec<f64> = trees
+        .iter()
+        .flat_map(|t| {
+            t.hosts()
+                .filter(|&h| t.host_parent(h).is_some_and(|p| !t.is_host(p)))
+                .map(|h| t.leaf_len(h))
+        })
+        .chain(s.pairs().map(|(_, _, o)| o.d / 2.0))
         .filter(|&l| l > floor)
-        .min_by(f64::total_cmp)
+        .collect();
+    if v.is_empty() {
+        return None;
+    }
+    let k = v.len() / 20;
+    Some(*v.select_nth_unstable_by(k, f64::total_cmp).1)
 }
 
 #[cfg(test)]
@@ -257,6 +272,7 @@ mod tests {
             flag_delta: 1e-9,
             robust: true,
             max_times: 2,
+            access: None,
         }
     }
 

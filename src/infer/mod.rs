@@ -151,9 +151,8 @@ pub fn infer(prober: &mut dyn Prober, opts: &InferOptions) -> Result<Inferred, I
         Strategy::Paper => {
             let mut order: Vec<usize> = (0..n).collect();
             run.rng.shuffle(&mut order);
-            let mut b = [Builder::new(n, order.into())];
-            run.seed(&mut b)?;
-            let [mut b] = b;
+            let mut b = Builder::new(n, order.into());
+            run.seed_paper(&mut b)?;
             run.insert_paper(&mut b, &paper_params(&run.store))?;
             b
         }
@@ -174,16 +173,25 @@ pub fn infer(prober: &mut dyn Prober, opts: &InferOptions) -> Result<Inferred, I
                     .collect();
                 run.measure(&warm)?;
             }
-            let mut builders: Vec<Builder> = groups.into_iter().map(|g| Builder::new(n, g.into())).collect();
-            run.seed(&mut builders)?;
+            // With several blocks, a skeleton tree of one host per block grows in the same
+            // rounds as the blocks: the far (slow) measurements happen while the blocks make
+            // their near ones, instead of after them.
+            let mut builders: Vec<Builder> = Vec::new();
+            if groups.len() > 1 {
+                builders.push(Builder::new(n, groups.iter().map(|g| g[0]).collect()));
+            }
+            builders.extend(groups.into_iter().map(|g| Builder::new(n, g.into())));
             run.grow(&mut builders, &batch_params)?;
             let mut main = builders.remove(0);
             if !builders.is_empty() {
-                // Merge: insert the other trees' hosts into the first, each tree in its own
-                // commit order (its early hosts anchor the later ones), trees interleaved so
-                // their first hosts search concurrently. What they measured among themselves
-                // is reused, so a subtree costs a few new measurements.
-                let mut queues: Vec<VecDeque<usize>> = builders.into_iter().map(|b| b.committed.into()).collect();
+                // Merge: insert the blocks' hosts into the skeleton, each block in its own
+                // commit order (its early hosts anchor the later ones), blocks interleaved so
+                // they proceed concurrently. What a block measured is reused, so a block costs
+                // a few new measurements.
+                let mut queues: Vec<VecDeque<usize>> = builders
+                    .into_iter()
+                    .map(|b| b.committed.into_iter().filter(|&h| main.tree.vertex_of(h).is_none()).collect())
+                    .collect();
                 let mut pending = VecDeque::new();
                 while queues.iter().any(|q| !q.is_empty()) {
                     for q in &mut queues {
@@ -259,26 +267,26 @@ fn spread_pairs(n: usize, offset: usize) -> Vec<usize> {
         .collect()
 }
 
-/// Noise scale of one-way distances seen so far: the median half-interval, i.e. how much the
-/// minimum of one set typically differs from another's.
-fn noise_scale(store: &store::Store) -> f64 {
-    store.u_quantile(0.5)
-}
-
 /// Batch-mode tolerances, re-derived from the measurements each round.
 ///
-/// The snapping tolerance is the paper's interval rule (`kappa` times the two intervals) with a
-/// floor at a few typical intervals: three sets sometimes agree by chance, and the paper's first
-/// error kind (one switch split in several) is exactly an interval that came out too small.
-fn batch_params(store: &store::Store) -> LocateParams {
-    let sigma = noise_scale(store);
+/// The noise scale is the larger of the typical half jitter interval (how much the minima of two
+/// sets differ) and the robust spread of the residuals of the measurements against the trees
+/// built so far (which also holds the error of the tree's own link estimates). Snapping follows
+/// the paper's interval rule (`kappa` times the two intervals) with a floor of a few noise
+/// scales: three sets sometimes agree by chance, and the paper's first error kind (one switch
+/// split in several) is exactly an interval that came out too small.
+fn batch_params(store: &store::Store, trees: &[&tree::WorkTree]) -> LocateParams {
+    let u = store.u_quantile(0.5);
+    let sigma = refine::residual_spread(trees, store).map_or(2.0 * u, |r| r.max(u));
+    let tol_floor = (4.0 * sigma).max(1e-9);
     LocateParams {
         exhaustive: false,
         kappa: 2.0,
-        tol_floor: (8.0 * sigma).max(1e-9),
-        flag_delta: (10.0 * sigma).max(1e-9),
+        tol_floor,
+        flag_delta: (5.0 * sigma).max(1e-9),
         robust: true,
         max_times: 2,
+        access: locate::access_length(trees, store, tol_floor),
     }
 }
 
@@ -291,5 +299,6 @@ fn paper_params(_store: &store::Store) -> LocateParams {
         flag_delta: 0.0,
         robust: false,
         max_times: 1,
+        access: None,
     }
 }

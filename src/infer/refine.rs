@@ -21,9 +21,9 @@
 //! Outliers (residual above five noise scales) are left out of the fit.
 
 use super::driver::{Builder, Run};
-use super::locate::{shortest_access, LocateParams, Step};
+use super::locate::{LocateParams, Step};
 use super::store::Store;
-use super::tree::WorkTree;
+use super::tree::{Branch, WorkTree};
 use super::InferError;
 use std::collections::{HashMap, VecDeque};
 
@@ -38,14 +38,17 @@ pub(crate) struct RefineReport {
 pub(crate) fn refine(
     run: &mut Run,
     main: &mut Builder,
-    params: &dyn Fn(&Store) -> LocateParams,
+    params: &dyn Fn(&Store, &[&WorkTree]) -> LocateParams,
 ) -> Result<RefineReport, InferError> {
     let mut relocated = 0u64;
+    let mut duplicates = 0u64;
     for _pass in 0..3 {
         if main.tree.num_hosts_in() <= 3 {
             break;
         }
-        let p = params(&run.store);
+        let p = params(&run.store, &[&main.tree]);
+        duplicates += merge_duplicate_siblings(run, &mut main.tree, &p)?;
+        let p = params(&run.store, &[&main.tree]);
         let mut pending = VecDeque::new();
         let hosts: Vec<usize> = main.tree.hosts().collect();
         for h in hosts {
@@ -54,8 +57,7 @@ pub(crate) fn refine(
                 continue;
             }
             let leaf = main.tree.leaf_len(h);
-            let long = shortest_access(&main.tree, &run.store, p.tol_floor)
-                .map_or(true, |a0| (leaf - a0).abs() > p.flag_delta || leaf <= p.tol_floor);
+            let long = p.access.map_or(true, |a0| (leaf - a0).abs() > p.flag_delta || leaf <= p.tol_floor);
             if !long && inconsistent(&main.tree, &run.store, h, &p) < 2 {
                 continue;
             }
@@ -82,12 +84,12 @@ pub(crate) fn refine(
     }
 
     let t = &mut main.tree;
-    refit(t, &run.store, 0.0);
+    refit(t, &run.store, 0.0, 300);
     let noise = noise_scale(t, &run.store);
     let threshold = merge_threshold(t, noise);
-    let merged = merge_short_links(t, threshold);
+    let merged = merge_short_links(t, threshold) + duplicates;
     if merged > 0 {
-        refit(t, &run.store, noise);
+        refit(t, &run.store, noise, 300);
     }
     Ok(RefineReport {
         relocated,
@@ -95,6 +97,74 @@ pub(crate) fn refine(
         noise_s: noise,
         threshold_s: threshold,
     })
+}
+
+/// Two switches next to one switch V that are really one (an unseen switch discovered twice by
+/// concurrent insertions, each from a different host): hosts below them are closer than the tree
+/// says, because their paths share the link up to V. Every pair of switch neighbours of every
+/// switch needs one measurement across it; pairs that no insertion measured across are measured
+/// now (a few rounds at most), and pairs whose measurements say the paths share more than the
+/// tolerance are merged.
+fn merge_duplicate_siblings(run: &mut Run, t: &mut WorkTree, p: &LocateParams) -> Result<u64, InferError> {
+    // Shared length (d_tree - d_measured) / 2 across each (V, W1, W2), from what is measured.
+    let shared = |t: &WorkTree, s: &Store| {
+        let mut across: HashMap<(usize, usize, usize), Vec<f64>> = HashMap::new();
+        for (a, b, d) in usable(t, s) {
+            let path = t.path(a, b);
+            let sh = (t.dist(a, b) - d) / 2.0;
+            for w in path.windows(3) {
+                let (x, v, y) = (w[0].0, w[1].0, w[2].0);
+                if !t.is_host(x) && !t.is_host(v) && !t.is_host(y) {
+                    across.entry((v, x.min(y), x.max(y))).or_default().push(sh);
+                }
+            }
+        }
+        across
+    };
+    let across = shared(t, &run.store);
+    let mut need = Vec::new();
+    let mut busy = std::collections::HashSet::new();
+    for v in t.switches().collect::<Vec<_>>() {
+        let ws: Vec<usize> = t.neighbors(v).into_iter().filter(|&w| !t.is_host(w)).collect();
+        for (i, &w1) in ws.iter().enumerate() {
+            for &w2 in &ws[i + 1..] {
+                if across.contains_key(&(v, w1.min(w2), w1.max(w2))) {
+                    continue;
+                }
+                let near = |w| t.nearest_hosts(Branch { at: v, via: w }, 1, |_| true).first().map(|x| x.1);
+                if let (Some(a), Some(b)) = (near(w1), near(w2)) {
+                    if busy.insert((a.min(b), a.max(b))) {
+                        need.push((a, b));
+                    }
+                }
+            }
+        }
+    }
+    for round in crate::probe::matching_rounds(&need) {
+        run.measure(&round)?;
+    }
+    let across = shared(t, &run.store);
+    let mut merged = 0;
+    let mut groups: Vec<(usize, usize, usize)> = across
+        .into_iter()
+        .filter(|(_, sh)| {
+            let mut sh = sh.clone();
+            median(&mut sh) > p.tol_floor
+        })
+        .map(|(k, _)| k)
+        .collect();
+    groups.sort_unstable();
+    for (v, w1, w2) in groups {
+        // Both still switches next to v (earlier merges may have removed one)?
+        let alive = |x: usize| t.vertices().any(|y| y == x);
+        if !alive(v) || !alive(w1) || !alive(w2) || !t.neighbors(v).contains(&w1) || !t.neighbors(v).contains(&w2) {
+            continue;
+        }
+        t.reroot(v);
+        t.merge_siblings(w1, w2);
+        merged += 1;
+    }
+    Ok(merged)
 }
 
 /// Hosts sharing `h`'s switch, sorted (identifies where a host hangs across tree edits).
@@ -130,15 +200,22 @@ fn usable(t: &WorkTree, s: &Store) -> Vec<(usize, usize, f64)> {
 /// The noise scale of one-way distances: typical jitter interval, or the robust spread of the
 /// residuals against the tree, whichever is larger.
 fn noise_scale(t: &WorkTree, s: &Store) -> f64 {
-    let mut r: Vec<f64> = usable(t, s).iter().map(|&(a, b, d)| d - t.dist(a, b)).collect();
-    let mad = if r.is_empty() {
-        0.0
-    } else {
-        let med = median(&mut r);
-        let mut dev: Vec<f64> = r.iter().map(|x| (x - med).abs()).collect();
-        1.4826 * median(&mut dev)
-    };
-    mad.max(s.u_quantile(0.5))
+    residual_spread(&[t], s).unwrap_or(0.0).max(s.u_quantile(0.5))
+}
+
+/// Robust spread (1.4826 x MAD) of the residuals of all usable measurements against the trees
+/// that hold both hosts; `None` below 20 residuals.
+pub(crate) fn residual_spread(trees: &[&WorkTree], s: &Store) -> Option<f64> {
+    let mut r: Vec<f64> = trees
+        .iter()
+        .flat_map(|t| usable(t, s).into_iter().map(move |(a, b, d)| d - t.dist(a, b)))
+        .collect();
+    if r.len() < 20 {
+        return None;
+    }
+    let med = median(&mut r);
+    let mut dev: Vec<f64> = r.iter().map(|x| (x - med).abs()).collect();
+    Some(1.4826 * median(&mut dev))
 }
 
 fn median(v: &mut [f64]) -> f64 {
@@ -154,7 +231,7 @@ fn merge_threshold(t: &WorkTree, noise: f64) -> f64 {
         .map(|v| t.len(v))
         .collect();
     lens.sort_by(f64::total_cmp);
-    let base = 2.0 * noise;
+    let base = 3.0 * noise;
     // The widest gap (ratio) between consecutive lengths that starts within a few noise
     // scales: everything below it is noise-sized.
     let mut best: Option<(f64, f64)> = None; // (ratio, threshold)
@@ -192,7 +269,7 @@ fn merge_short_links(t: &mut WorkTree, threshold: f64) -> u64 {
 
 /// Non-negative least squares of all link lengths against the usable measurements, excluding
 /// those off by more than `5 * noise` (when `noise > 0`).
-pub(crate) fn refit(t: &mut WorkTree, s: &Store, noise: f64) {
+pub(crate) fn refit(t: &mut WorkTree, s: &Store, noise: f64, sweeps: usize) {
     // Unknowns: the link above every non-root vertex.
     let links: Vec<usize> = t.vertices().filter(|&v| t.parent(v).is_some()).collect();
     let m = links.len();
@@ -230,7 +307,7 @@ pub(crate) fn refit(t: &mut WorkTree, s: &Store, noise: f64) {
         rhs[i] += ridge * x[i];
     }
     // Projected Gauss-Seidel (converges for symmetric positive definite systems).
-    for _ in 0..300 {
+    for _ in 0..sweeps {
         let mut change = 0.0f64;
         for i in 0..m {
             let row = &nmat[i * m..(i + 1) * m];
@@ -282,7 +359,7 @@ mod tests {
         for (a, b, d) in [(0, 1, 3.0), (0, 2, 4.0), (1, 2, 5.0)] {
             s.add(PairMeasurement::from_set_minima(a, b, &[2.0 * d; 3]));
         }
-        refit(&mut t, &s, 0.0);
+        refit(&mut t, &s, 0.0, 300);
         for (h, want) in [(0, 1.0), (1, 2.0), (2, 3.0)] {
             assert!((t.leaf_len(h) - want).abs() < 1e-4, "host {h}: {}", t.leaf_len(h));
         }

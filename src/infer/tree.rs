@@ -450,6 +450,23 @@ impl WorkTree {
         self.refresh_depths_all();
     }
 
+    /// Merge switch `b` into its sibling switch `a` (both children of one parent): `b`'s
+    /// children move below `a` with their link lengths; `a`'s own link becomes the mean of both.
+    pub fn merge_siblings(&mut self, a: usize, b: usize) {
+        let p = self.parent[a].expect("siblings have a parent");
+        assert_eq!(self.parent[b], Some(p));
+        assert!(!self.is_host(a) && !self.is_host(b));
+        self.children[p].retain(|&x| x != b);
+        let kids = std::mem::take(&mut self.children[b]);
+        for &k in &kids {
+            self.parent[k] = Some(a);
+        }
+        self.children[a].extend(kids);
+        self.len[a] = (self.len[a] + self.len[b]) / 2.0;
+        self.alive[b] = false;
+        self.refresh_depths_all();
+    }
+
     /// Re-root the tree at vertex `r`.
     pub fn reroot(&mut self, r: usize) {
         if r == self.root {
