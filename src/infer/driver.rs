@@ -28,6 +28,7 @@ enum Want {
     Any,
     Branch(Branch, f64),
     Host(usize),
+    Around(usize),
 }
 
 /// One tree being grown: the hosts waiting for it, the hosts searching it, and the order in
@@ -50,17 +51,6 @@ impl Builder {
         }
     }
 
-    /// Continue growing an existing tree with more hosts.
-    pub fn with_tree(tree: WorkTree, pending: VecDeque<usize>) -> Self {
-        let committed = tree.hosts().collect();
-        Builder {
-            tree,
-            pending,
-            active: Vec::new(),
-            committed,
-        }
-    }
-
     fn done(&self) -> bool {
         self.pending.is_empty() && self.active.is_empty()
     }
@@ -78,6 +68,8 @@ pub(crate) struct Run<'p> {
     pub hint: bool,
     /// The access length the pruning assumed when each host was placed (infinite: none).
     pub placed_access: Vec<f64>,
+    /// Hosts whose requests could not be served: their search settles for what is known.
+    stuck: HashSet<usize>,
     pub counters: Counters,
 }
 
@@ -101,6 +93,7 @@ impl<'p> Run<'p> {
             steps: vec![0; n],
             hint: false,
             placed_access: vec![f64::INFINITY; n],
+            stuck: HashSet::new(),
             counters: Counters::default(),
         }
     }
@@ -111,14 +104,14 @@ impl<'p> Run<'p> {
             return Ok(());
         }
         let ms = self.prober.ping_round(pairs, &self.spec)?;
-        if std::env::var("TC_ROUNDS").is_ok() {
-            let maxrtt = ms.iter().map(|m| m.rtt_s()).fold(0.0, f64::max);
-            let maxdur = ms.iter().map(|m| m.duration_s()).fold(0.0, f64::max);
-            eprintln!(
-                "round pairs {:4} max_rtt {:8.1}us max_dur {:7.2}ms",
+        if log::log_enabled!(log::Level::Trace) {
+            let rtt = ms.iter().map(|m| m.rtt_s()).fold(0.0, f64::max);
+            let dur = ms.iter().map(|m| m.duration_s()).fold(0.0, f64::max);
+            log::trace!(
+                "ping round: {} pairs, longest RTT {:.1} us, slowest pair {:.2} ms",
                 pairs.len(),
-                maxrtt * 1e6,
-                maxdur * 1e3
+                rtt * 1e6,
+                dur * 1e3
             );
         }
         for m in ms {
@@ -157,11 +150,12 @@ impl<'p> Run<'p> {
     pub fn step(&mut self, tree: &WorkTree, h: usize, params: &LocateParams) -> Step {
         // A search that keeps asking is cut short: no sibling checks, no consistency checks.
         let relaxed;
-        let p = if self.steps[h] as usize > 4 * tree.num_hosts_in() + 40 {
+        let p = if self.steps[h] as usize > 4 * tree.num_hosts_in() + 40 || self.stuck.contains(&h) {
             relaxed = LocateParams {
                 exhaustive: false,
                 flag_delta: f64::INFINITY,
                 robust: false,
+                access: params.access.or(Some(0.0)),
                 ..*params
             };
             &relaxed
@@ -171,6 +165,7 @@ impl<'p> Run<'p> {
         loop {
             match locate(tree, &self.store, h, p) {
                 Step::Drop(b) => {
+                    log::debug!("dropping the measurement {h} - {b}: inconsistent after re-measuring");
                     self.store.mark_bad(h, b);
                     self.counters.dropped += 1;
                 }
@@ -190,9 +185,12 @@ impl<'p> Run<'p> {
         loop {
             let trees: Vec<&WorkTree> = builders.iter().map(|b| &b.tree).collect();
             let p = params(&self.store, &trees);
-            if std::env::var("TC_PARAMS").is_ok() {
-                eprintln!("params tol_floor {:.3}us delta {:.3}us a0 {:?}", p.tol_floor * 1e6, p.flag_delta * 1e6, p.access.map(|x| x * 1e6));
-            }
+            log::trace!(
+                "round parameters: snap tolerance {:.3} us, long-leaf margin {:.3} us, access {:?} us",
+                p.tol_floor * 1e6,
+                p.flag_delta * 1e6,
+                p.access.map(|x| x * 1e6)
+            );
             let mut wants: Vec<(usize, usize, Want)> = Vec::new();
             for (bi, b) in builders.iter_mut().enumerate() {
                 for (h, w) in self.plan(b, &p) {
@@ -207,10 +205,16 @@ impl<'p> Run<'p> {
             }
             let pairs = self.schedule(builders, &wants);
             if pairs.is_empty() {
-                return Err(InferError::Internal(format!(
-                    "no measurement could be scheduled for {} waiting hosts",
-                    wants.len()
-                )));
+                // Nobody left to measure what they ask for: settle for what is known.
+                let fresh: Vec<usize> = wants.iter().map(|w| w.1).filter(|h| !self.stuck.contains(h)).collect();
+                if fresh.is_empty() {
+                    return Err(InferError::Internal(format!(
+                        "no measurement could be scheduled for {} waiting hosts",
+                        wants.len()
+                    )));
+                }
+                self.stuck.extend(fresh);
+                continue;
             }
             for &(h, _) in &pairs {
                 self.steps[h] += 1;
@@ -287,14 +291,7 @@ impl<'p> Run<'p> {
             };
             match self.step(&b.tree, h, p) {
                 Step::Place { at, leaf } => {
-                    if std::env::var("TC_TRACE").is_ok() {
-                        eprintln!(
-                            "commit {h} leaf {:.2}us after {} meas: {:?}",
-                            leaf * 1e6,
-                            self.steps[h],
-                            self.store.partners(h).iter().filter(|&&x| b.tree.vertex_of(x).is_some()).map(|&x| (x, (self.store.get(h, x).unwrap().d * 1e6).round())).collect::<Vec<_>>()
-                        );
-                    }
+                    log::trace!("host {h} placed after {} measurements, leaf {:.3} us", self.steps[h], leaf * 1e6);
                     if self.steps[h] as usize > 4 * b.tree.num_hosts_in() + 40 {
                         self.counters.forced += 1;
                     }
@@ -305,6 +302,7 @@ impl<'p> Run<'p> {
                 Step::Start => wants.push((h, Want::Any)),
                 Step::Branch(br, reach) => wants.push((h, Want::Branch(br, reach))),
                 Step::Host(x) => wants.push((h, Want::Host(x))),
+                Step::Around(v) => wants.push((h, Want::Around(v))),
                 Step::Remeasure(x) => {
                     self.counters.remeasured += 1;
                     wants.push((h, Want::Host(x)));
@@ -330,7 +328,7 @@ impl<'p> Run<'p> {
         let mut pairs = Vec::new();
         let rank = |w: &Want| match w {
             Want::Host(_) => 0,
-            Want::Branch(..) => 1,
+            Want::Branch(..) | Want::Around(_) => 1,
             Want::Any => 2,
         };
         let mut order: Vec<usize> = (0..wants.len()).collect();
@@ -349,12 +347,27 @@ impl<'p> Run<'p> {
             }
             let tree = &builders[bi].tree;
             let free = |x: usize| !busy.contains(&x) && self.store.get(h, x).is_none();
+            // A vertex named by a request may have gone since (contracted by a relocation).
+            let stale = match w {
+                Want::Branch(b, _) => !tree.is_alive(b.at) || !tree.is_alive(b.via) || b.at == b.via,
+                Want::Around(v) => !tree.is_alive(v),
+                _ => false,
+            };
+            if stale {
+                continue;
+            }
             let server = match w {
                 Want::Host(x) => Some(x).filter(|x| !busy.contains(x) && !busy.contains(&h)),
                 // A commit earlier in the pass may have split the link at -> via.
                 Want::Branch(b, reach) => {
                     tree.host_at_distance(Branch { at: b.at, via: tree.toward(b.at, b.via) }, reach, free)
                 }
+                Want::Around(v) => tree
+                    .neighbors(v)
+                    .into_iter()
+                    .filter_map(|w| tree.nearest_hosts(Branch { at: v, via: w }, 1, free).first().copied())
+                    .min_by(|a, b| a.0.total_cmp(&b.0))
+                    .map(|(_, x)| x),
                 Want::Any if self.hint => nearest_in_order(&committed[bi], h, free),
                 Want::Any => {
                     let pool = &pools[bi];
@@ -413,6 +426,7 @@ impl<'p> Run<'p> {
                         pairs.push((head, x.first().map_or(br.via, |&(_, x)| x)));
                     }
                     Step::Host(x) | Step::Remeasure(x) => pairs.push((head, x)),
+                    Step::Around(_) => unreachable!("the paper's search is exhaustive"),
                     Step::Drop(_) => unreachable!(),
                 }
                 busy.extend([pairs[0].0, pairs[0].1]);

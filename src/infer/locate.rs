@@ -52,6 +52,8 @@ pub(crate) enum Step {
     Branch(Branch, f64),
     /// Measure this host.
     Host(usize),
+    /// Measure any host not measured yet, the nearer to this switch the better.
+    Around(usize),
     /// Measure this host again (its value is inconsistent with the rest).
     Remeasure(usize),
     /// The measurement with this host is inconsistent and was measured enough: drop it.
@@ -129,7 +131,7 @@ pub(crate) fn locate(t: &WorkTree, s: &Store, h: usize, p: &LocateParams) -> Ste
                 worst = Some((excess / tol, blame, 0.0));
             }
         }
-        let g = g.clamp(0.0, dab);
+        let g = g.max(0.0).min(dab.max(0.0));
         if best.map_or(true, |x| g > x.0) {
             best = Some((g, b, vb, tol));
         }
@@ -140,7 +142,7 @@ pub(crate) fn locate(t: &WorkTree, s: &Store, h: usize, p: &LocateParams) -> Ste
     // median is robust to one bad value and averages the jitter of the rest.
     let mut leaves: Vec<f64> = obs.iter().map(|&(_, vb, ob)| ob.d - t.dist_point(vb, at)).collect();
     leaves.sort_by(f64::total_cmp);
-    let leaf = leaves[leaves.len() / 2].max(0.0);
+    let leaf = leaves[(leaves.len() - 1) / 2].max(0.0); // lower median: outliers are long
 
     if p.robust {
         for &(b, vb, ob) in &obs {
@@ -157,6 +159,29 @@ pub(crate) fn locate(t: &WorkTree, s: &Store, h: usize, p: &LocateParams) -> Ste
             } else {
                 Step::Drop(blame)
             };
+        }
+    }
+
+    // A host whose own measurements are much noisier than everyone's (a loaded host: each
+    // sample late by a varying amount) cannot be placed from the deepest Eq. 1 point: the largest
+    // of several noisy branch points overshoots. Its constant excess is harmless (Eq. 1 moves it
+    // into its own leaf); its variation is averaged by placing it at the switch of the measured
+    // paths that fits all its measurements best, from at least `NOISY_MIN` of them.
+    if !p.exhaustive && p.robust {
+        let mut us: Vec<f64> = obs.iter().map(|o| o.2.u).collect();
+        us.sort_by(f64::total_cmp);
+        if us[us.len() / 2] > p.tol_floor {
+            if obs.len() < NOISY_MIN.min(t.num_hosts_in()) {
+                if let Some(v) = switch_near(t, at) {
+                    return Step::Around(v);
+                }
+            }
+            if let Some((v, leaf)) = best_fitting_switch(t, &obs, va) {
+                return Step::Place {
+                    at: Point::At(v),
+                    leaf,
+                };
+            }
         }
     }
 
@@ -196,6 +221,41 @@ pub(crate) fn locate(t: &WorkTree, s: &Store, h: usize, p: &LocateParams) -> Ste
     }
 }
 
+/// Measurements a noisy host is placed from.
+const NOISY_MIN: usize = 6;
+
+/// A switch at or next to point `p`.
+fn switch_near(t: &WorkTree, p: Point) -> Option<usize> {
+    match p {
+        Point::At(v) if !t.is_host(v) => Some(v),
+        Point::At(v) => t.host_parent(t.host_of(v)?).filter(|&x| !t.is_host(x)),
+        Point::On { child, .. } => [Some(child), t.parent(child)].into_iter().flatten().find(|&x| !t.is_host(x)),
+    }
+}
+
+/// The switch on the paths from the anchor to the measured hosts whose implied leaves agree
+/// best (least absolute deviation from their median), and that median leaf.
+fn best_fitting_switch(t: &WorkTree, obs: &[(usize, usize, Obs)], va: usize) -> Option<(usize, f64)> {
+    let mut candidates: Vec<usize> = obs
+        .iter()
+        .flat_map(|&(_, vb, _)| t.path(va, vb).into_iter().map(|(x, _)| x))
+        .filter(|&x| !t.is_host(x))
+        .collect();
+    candidates.sort_unstable();
+    candidates.dedup();
+    let mut best: Option<(f64, usize, f64)> = None;
+    for c in candidates {
+        let mut leaves: Vec<f64> = obs.iter().map(|&(_, vb, o)| o.d - t.dist(vb, c)).collect();
+        leaves.sort_by(f64::total_cmp);
+        let leaf = leaves[(leaves.len() - 1) / 2];
+        let cost: f64 = leaves.iter().map(|l| (l - leaf).abs()).sum();
+        if best.map_or(true, |b| cost < b.0) {
+            best = Some((cost, c, leaf.max(0.0)));
+        }
+    }
+    best.map(|(_, c, l)| (c, l))
+}
+
 /// The next unexplored branch at switch `v`: switch branches first, the one with the most hosts
 /// first (it most likely holds the new host); host leaves accepted by `check_host`.
 fn next_branch(
@@ -230,7 +290,8 @@ fn next_branch(
 /// `1 + count / 20`-th smallest) of the leaves of the hosts hanging from a switch in `trees` and
 /// of half of every measured host-to-host distance (two hosts on one switch are two access links
 /// apart, which gives the access length from the first round, before any tree has a switch).
-/// `None` while nothing qualifies.
+/// `None` while nothing qualifies or where access lengths differ (then nothing may be pruned):
+/// at least a fifth of the values (and eight) must lie within `spread` (or 5%) of it.
 ///
 /// Why a quantile and not the minimum: leaves and distances carry jitter, and the minimum of
 /// hundreds of them sinks by several standard deviations, making every leaf look long. Why
@@ -241,7 +302,7 @@ fn next_branch(
 ///
 /// Leaves not longer than `floor` are left out: a (near) zero leaf is an artefact of hosts placed
 /// against a wrong part of the tree, not a real link.
-pub(crate) fn access_length(trees: &[&WorkTree], s: &Store, floor: f64) -> Option<f64> {
+pub(crate) fn access_length(trees: &[&WorkTree], s: &Store, floor: f64, spread: f64) -> Option<f64> {
     let mut v: Vec<f64> = trees
         .iter()
         .flat_map(|t| {
@@ -256,7 +317,12 @@ pub(crate) fn access_length(trees: &[&WorkTree], s: &Store, floor: f64) -> Optio
         return None;
     }
     let k = v.len() / 20;
-    Some(*v.select_nth_unstable_by(k, f64::total_cmp).1)
+    let a0 = *v.select_nth_unstable_by(k, f64::total_cmp).1;
+    // The pruning assumes every host's access link is at least `a0`, which holds where access
+    // links are alike: then many values sit at the bottom together. Where they are spread (mixed
+    // access links), `a0` is no bound for anyone: prune nothing.
+    let near = v.iter().filter(|&&x| (x - a0).abs() <= spread.max(0.05 * a0)).count();
+    (near >= (v.len() / 5).max(8)).then_some(a0)
 }
 
 #[cfg(test)]
@@ -280,8 +346,8 @@ mod tests {
         s.add(PairMeasurement::from_set_minima(a, b, &[2.0 * d; 3]));
     }
 
-    /// Hosts 0,1 on switch X (leaves 1), host 2 on switch Y (leaf 1), X - Y = 4.
-    fn tree() -> WorkTree {
+    /// Hosts 0,1 on switch X (leaves 1), hosts 2 (leaf 1) and 3 (leaf `l3`) on switch Y, X - Y = 4.
+    fn tree_with(l3: f64) -> WorkTree {
         let mut t = WorkTree::new(8);
         t.init_pair(0, 2, 6.0);
         let (v0, v2) = (t.vertex_of(0).unwrap(), t.vertex_of(2).unwrap());
@@ -289,8 +355,12 @@ mod tests {
         t.attach(p, 1, 1.0);
         let (v0, v2) = (t.vertex_of(0).unwrap(), t.vertex_of(2).unwrap());
         let p = t.point_on_path(v2, v0, 1.0, 0.0);
-        t.attach(p, 3, 1.0);
+        t.attach(p, 3, l3);
         t
+    }
+
+    fn tree() -> WorkTree {
+        tree_with(1.0)
     }
 
     #[test]
@@ -303,7 +373,7 @@ mod tests {
         meas(&mut s, 5, 0, 6.0);
         let x = t.host_parent(0).unwrap();
         let y = t.host_parent(2).unwrap();
-        // One measurement: any other host (the scheduler takes the nearest free ones).
+        // One measurement: any other host, preferably as far from 0 as host 5 is (6).
         assert_eq!(
             locate(&t, &s, 5, &p),
             Step::Branch(
@@ -315,31 +385,90 @@ mod tests {
             )
         );
         meas(&mut s, 5, 2, 2.0);
-        // Anchor 2 (nearest), B = 0: g = (2 + 6 - 6)/2 = 1 = Y. At Y, branches: 2 and 0 explored;
-        // host 3 has leaf 1 = the local access length, host 5's leaf is 1: no sibling check.
+        // Anchor 2 (nearest), B = 0: g = (2 + 6 - 6)/2 = 1 = Y. At Y, branches to 2 and to 0
+        // are explored; with no access length known, host 3 may share a hidden switch with 5.
+        assert_eq!(locate(&t, &s, 5, &p), Step::Host(3));
+        // Knowing the access length (1): 5's leaf at Y is one, nothing can hide in it.
+        let pruned = LocateParams {
+            access: Some(1.0),
+            ..params()
+        };
         assert_eq!(
-            locate(&t, &s, 5, &p),
+            locate(&t, &s, 5, &pruned),
             Step::Place {
                 at: Point::At(y),
                 leaf: 1.0
             }
         );
-        // A host with a long leaf (3) at Y must check its host sibling 3.
+        // The paper's exhaustive search checks 3 regardless.
+        let paper = LocateParams {
+            exhaustive: true,
+            ..pruned
+        };
+        assert_eq!(locate(&t, &s, 5, &paper), Step::Host(3));
+    }
+
+    #[test]
+    fn one_measurement_suffices_for_a_plain_sibling() {
+        let t = tree();
+        let mut s = Store::new(8);
+        let pruned = LocateParams {
+            access: Some(1.0),
+            ..params()
+        };
+        // d(5,2) = 2 = leaf(2) + access: 5 hangs from 2's switch.
+        meas(&mut s, 5, 2, 2.0);
+        let y = t.host_parent(2).unwrap();
+        assert_eq!(
+            locate(&t, &s, 5, &pruned),
+            Step::Place {
+                at: Point::At(y),
+                leaf: 1.0
+            }
+        );
+        // d(6,2) = 2.5: a longer leaf may hide a switch; ask for a second host.
+        meas(&mut s, 6, 2, 2.5);
+        assert!(matches!(locate(&t, &s, 6, &pruned), Step::Branch(..)));
+    }
+
+    #[test]
+    fn long_leaves_are_checked_against_long_siblings() {
+        // Host 3 hangs 3 below Y: 2 through a hidden switch Z plus its access link of 1.
+        let t = tree_with(3.0);
+        let mut s = Store::new(8);
+        let pruned = LocateParams {
+            access: Some(1.0),
+            ..params()
+        };
+        // Host 6 also hangs from Z (access 1): d(6,2) = 1 + 2 + 1, d(6,0) = 1 + 2 + 4 + 1.
         meas(&mut s, 6, 2, 4.0);
         meas(&mut s, 6, 0, 8.0);
-        assert_eq!(locate(&t, &s, 6, &p), Step::Host(3));
-        // ... and if it shares a hidden switch with 3 (d = 3: 2 below Y + 1), it goes on 3's link.
-        meas(&mut s, 6, 3, 3.0);
-        match locate(&t, &s, 6, &p) {
+        // At Y, 6's leaf is 3 (long) and so is 3's: they may share a hidden switch.
+        assert_eq!(locate(&t, &s, 6, &pruned), Step::Host(3));
+        meas(&mut s, 6, 3, 2.0);
+        match locate(&t, &s, 6, &pruned) {
             Step::Place {
                 at: Point::On { child, up },
                 leaf,
             } => {
                 assert_eq!(child, t.vertex_of(3).unwrap());
-                assert!((up - 0.5).abs() < 1e-9 && (leaf - 2.5).abs() < 1e-9, "{up} {leaf}");
+                assert!((up - 1.0).abs() < 1e-9 && (leaf - 1.0).abs() < 1e-9, "{up} {leaf}");
             }
             s => panic!("{s:?}"),
         }
+        // A short sibling is not checked: a hidden switch would make its access shorter than 1.
+        let t = tree();
+        let mut s = Store::new(8);
+        meas(&mut s, 6, 2, 4.0);
+        meas(&mut s, 6, 0, 8.0);
+        let y = t.host_parent(2).unwrap();
+        assert_eq!(
+            locate(&t, &s, 6, &pruned),
+            Step::Place {
+                at: Point::At(y),
+                leaf: 3.0
+            }
+        );
     }
 
     #[test]

@@ -18,7 +18,7 @@ use crate::probe::{host_vertices, NoiseModel, SimProber};
 use crate::topology::{Duplex, LinkDir, Topology, TopologyBuilder, TopologyError, VertexKind};
 use crate::util::rng::Rng;
 use serde::Serialize;
-use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::time::Instant;
 
 /// Reduce a tree to its logical host-level form (see the module documentation). Hosts become
@@ -373,8 +373,9 @@ mod tests {
             b.link(n, s, 2e-6, 1e9);
         }
         let star = b.build().unwrap();
-        let e = same_tree(&t, &star, 1e-9).unwrap_err();
+        let e = same_tree(&t, &star, 1.0).unwrap_err();
         assert!(e.contains("missing"), "{e}");
+        assert!(same_tree(&t, &star, 1e-9).is_err());
         let mut rng = Rng::new(1);
         let (fp, fneg) = shared_link_errors(&t, &star, 3000, &mut rng).unwrap();
         assert_eq!(fp, 0.0);

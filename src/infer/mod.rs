@@ -279,14 +279,15 @@ fn batch_params(store: &store::Store, trees: &[&tree::WorkTree]) -> LocateParams
     let u = store.u_quantile(0.5);
     let sigma = refine::residual_spread(trees, store).map_or(2.0 * u, |r| r.max(u));
     let tol_floor = (4.0 * sigma).max(1e-9);
+    let flag_delta = (5.0 * sigma).max(1e-9);
     LocateParams {
         exhaustive: false,
         kappa: 2.0,
         tol_floor,
-        flag_delta: (5.0 * sigma).max(1e-9),
+        flag_delta,
         robust: true,
         max_times: 2,
-        access: locate::access_length(trees, store, tol_floor),
+        access: locate::access_length(trees, store, tol_floor, flag_delta),
     }
 }
 

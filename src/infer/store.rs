@@ -26,8 +26,6 @@ pub(crate) struct Store {
     pub raw: Vec<PairMeasurement>,
     /// Uncertainties of all measurements (for the global noise scale).
     us: Vec<f64>,
-    /// The smallest one-way distance measured between any two hosts.
-    min_d: Option<f64>,
 }
 
 fn key(a: usize, b: usize) -> (usize, usize) {
@@ -49,7 +47,6 @@ impl Store {
             u: m.robust_interval_s() / 2.0,
         };
         self.us.push(new.u);
-        self.min_d = Some(self.min_d.map_or(new.d, |m| m.min(new.d)));
         let t = self.times.entry(k).or_default();
         *t = t.saturating_add(1);
         match self.obs.get_mut(&k) {
@@ -65,11 +62,6 @@ impl Store {
             }
         }
         self.raw.push(m);
-    }
-
-    /// The smallest one-way distance measured so far between two hosts.
-    pub fn min_d(&self) -> Option<f64> {
-        self.min_d
     }
 
     pub fn get(&self, a: usize, b: usize) -> Option<Obs> {
@@ -92,10 +84,6 @@ impl Store {
     pub fn pairs(&self) -> impl Iterator<Item = (usize, usize, Obs)> + '_ {
         self.obs.iter().map(|(&(a, b), &o)| (a, b, o))
     }
-    pub fn len(&self) -> usize {
-        self.obs.len()
-    }
-
     /// A quantile of all measurement uncertainties (0 when nothing was measured).
     pub fn u_quantile(&self, q: f64) -> f64 {
         if self.us.is_empty() {
@@ -124,7 +112,6 @@ mod tests {
         assert_eq!(s.get(0, 1).unwrap().d, 10e-6);
         assert_eq!(s.times(0, 1), 3);
         assert_eq!(s.partners(0), &[1]);
-        assert_eq!(s.len(), 1);
         s.mark_bad(1, 0);
         assert!(s.is_bad(0, 1));
     }

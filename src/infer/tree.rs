@@ -115,6 +115,11 @@ impl WorkTree {
     pub fn root(&self) -> usize {
         self.root
     }
+    /// Is `v` a live vertex (not removed by a detach, contraction or merge)?
+    pub fn is_alive(&self, v: usize) -> bool {
+        self.alive.get(v).copied().unwrap_or(false)
+    }
+
     /// Live vertices.
     pub fn vertices(&self) -> impl Iterator<Item = usize> + '_ {
         (0..self.alive.len()).filter(|&v| self.alive[v])
@@ -219,7 +224,7 @@ impl WorkTree {
     pub fn point_on_path(&self, u: usize, v: usize, g: f64, tol: f64) -> Point {
         let path = self.path(u, v);
         let total = path.last().unwrap().1;
-        let g = g.clamp(0.0, total);
+        let g = g.max(0.0).min(total.max(0.0));
         let snap = path
             .iter()
             .filter(|&&(x, _)| !self.is_host(x))
@@ -239,7 +244,8 @@ impl WorkTree {
                 } else {
                     (y, dy - g, dy - dx)
                 };
-                let up = d_child.clamp(0.0, seg);
+                let seg = seg.max(0.0);
+                let up = d_child.max(0.0).min(seg);
                 // Keep strictly inside the link so a switch can be inserted there.
                 let eps = seg * 1e-9;
                 return if seg <= 0.0 {
@@ -247,7 +253,7 @@ impl WorkTree {
                 } else {
                     Point::On {
                         child,
-                        up: up.clamp(eps, seg - eps),
+                        up: up.max(eps).min(seg - eps),
                     }
                 };
             }
@@ -266,11 +272,6 @@ impl WorkTree {
         } else {
             self.parent[v].expect("x outside v's subtree implies v has a parent")
         }
-    }
-
-    /// Is vertex `x` inside branch `b`?
-    pub fn in_branch(&self, b: Branch, x: usize) -> bool {
-        x != b.at && self.toward(b.at, x) == b.via
     }
 
     /// Up to `k` hosts of branch `b` accepted by `ok`, nearest to `b.at` first, with their
@@ -351,7 +352,7 @@ impl WorkTree {
     pub fn split(&mut self, child: usize, up: f64) -> usize {
         let p = self.parent[child].expect("split needs a link");
         let l = self.len[child];
-        let up = up.clamp(0.0, l);
+        let up = up.max(0.0).min(l.max(0.0));
         let x = self.new_vertex(None);
         self.parent[x] = Some(p);
         self.len[x] = l - up;
@@ -561,7 +562,7 @@ mod tests {
         assert_eq!(t.leaf_len(0), 3.0);
         assert_eq!(t.degree(x), 3);
         let b = Branch { at: x, via: v(1) };
-        assert!(t.in_branch(b, v(1)) && !t.in_branch(b, v(2)));
+        assert_eq!(t.toward(x, v(1)), v(1));
         assert_eq!(t.branch_host_count(b), 1);
         assert_eq!(t.nearest_hosts(Branch { at: v(0), via: x }, 5, |_| true), vec![(5.0, 2), (7.0, 1)]);
         assert_eq!(t.nearest_hosts(Branch { at: v(0), via: x }, 5, |h| h != 2), vec![(7.0, 1)]);

@@ -14,9 +14,10 @@
 //!   sample of the window takes `stall` (uniform in 12..16 ms, DESIGN.md section 5) on top;
 //!   independently each sample is a *spike* with probability `spike_prob` (uniform extra up to
 //!   200 us, "rare outliers up to 200 us").
-//! - A loaded host: every one-way message it sends or receives is late by `extra * (1 + X)`,
-//!   `X ~ Exp(1)`: every sample involving it is slow, its minimum is `2 * extra` too high plus a
-//!   little pair-to-pair inconsistency.
+//! - A loaded host: every one-way message it sends or receives is late by
+//!   `extra * (1 + X / 10)`, `X ~ Exp(1)`: every sample involving it is slow by a consistent
+//!   additive excess (its minimum RTT is `2 * extra` too high) with some jitter on top, so its
+//!   minima also differ a little from pair to pair.
 
 use crate::util::rng::Rng;
 use std::fmt;

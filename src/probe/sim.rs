@@ -226,7 +226,7 @@ impl SimProber {
             t = t.max(0.0);
             for h in [from, to] {
                 if self.extra[h] > 0.0 {
-                    t += self.extra[h] * (1.0 - (1.0 - rng.f64()).ln());
+                    t += self.extra[h] * (1.0 - 0.1 * (1.0 - rng.f64()).ln());
                 }
             }
             t

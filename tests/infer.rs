@@ -1,0 +1,273 @@
+//! Topology inference end to end through the simulated and the matrix probers.
+//!
+//! What is asserted: exact recovery (same splits, same latencies) of every shipped example
+//! topology and of random trees without noise; exact leaf-switch partitions under jitter,
+//! stalls and a loaded host; the bandwidth map against the true link speeds; RTT-matrix input.
+
+use proptest::prelude::*;
+use treecast::infer::{infer, metrics, with_ranks, InferOptions, Strategy};
+use treecast::probe::{LoadedHost, MatrixProber, NoiseModel, Outliers, Prober, SimProber};
+use treecast::topology::gen::{examples, Testbed};
+use treecast::topology::{LinkDir, RttMatrix, Topology, TopologyBuilder, VertexKind};
+use treecast::util::rng::Rng;
+
+fn run(t: &Topology, noise: NoiseModel, seed: u64, opts: InferOptions) -> treecast::infer::Inferred {
+    let mut p = SimProber::new(t, noise, seed).unwrap();
+    infer(&mut p, &InferOptions { seed, ..opts }).unwrap()
+}
+
+#[test]
+fn every_example_is_recovered_exactly_without_noise() {
+    for (name, t) in examples() {
+        for (seed, hint) in [(1, true), (2, true), (3, false)] {
+            let opts = InferOptions {
+                locality_hint: hint,
+                ..InferOptions::default()
+            };
+            let r = run(&t, NoiseModel::default(), seed, opts);
+            if let Err(e) = metrics::same_tree(&t, &r.topology, 1e-12) {
+                panic!("{name} seed {seed} hint {hint}: {e}");
+            }
+        }
+    }
+}
+
+#[test]
+fn paper_and_all_pairs_strategies_recover_small_examples() {
+    for (name, t) in examples() {
+        if metrics::leaf_partition(&t).unwrap().iter().map(Vec::len).sum::<usize>() > 16 {
+            continue;
+        }
+        for strategy in [Strategy::Paper, Strategy::AllPairs] {
+            let r = run(
+                &t,
+                NoiseModel::default(),
+                4,
+                InferOptions {
+                    strategy,
+                    ..InferOptions::default()
+                },
+            );
+            if let Err(e) = metrics::same_tree(&t, &r.topology, 1e-12) {
+                panic!("{name} {strategy:?}: {e}");
+            }
+        }
+        // All pairs measures all pairs; the paper's search fewer.
+        let all = run(
+            &t,
+            NoiseModel::default(),
+            4,
+            InferOptions {
+                strategy: Strategy::AllPairs,
+                ..InferOptions::default()
+            },
+        );
+        assert_eq!(all.stats.probe.pairs_measured_fraction(), 1.0, "{name}");
+    }
+}
+
+/// A random tree: `levels` levels of switches below a root, 2..=`max_children` children each,
+/// a child being a host with probability 1/3 (always on the last level), at most ~200 hosts;
+/// link latencies uniform in [0.5, 20] us (host links too: access links differ).
+fn random_tree(seed: u64, levels: u32, max_children: u64) -> Topology {
+    let mut rng = Rng::new(seed);
+    let mut b = TopologyBuilder::new();
+    let root = b.vertex("s0", VertexKind::Switch);
+    let mut frontier = vec![(root, 0u32)];
+    let (mut hosts, mut switches) = (0usize, 1usize);
+    while let Some((sw, depth)) = frontier.pop() {
+        let budget_left = 200usize.saturating_sub(hosts);
+        let children = (2 + rng.below(max_children - 1) as usize).min(budget_left.max(2));
+        for _ in 0..children {
+            let lat = (0.5 + 19.5 * rng.f64()) * 1e-6;
+            let host_child = depth + 1 >= levels || rng.below(3) == 0 || hosts + frontier.len() >= 200;
+            let v = if host_child {
+                hosts += 1;
+                b.vertex(format!("h{hosts:03}"), VertexKind::Node)
+            } else {
+                switches += 1;
+                let s = b.vertex(format!("s{switches}"), VertexKind::Switch);
+                frontier.push((s, depth + 1));
+                s
+            };
+            b.link(sw, v, lat, 1e9);
+        }
+    }
+    b.build().unwrap()
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
+
+    /// Random trees of 2-5 levels with 2-64 children are recovered exactly from noise-free RTTs,
+    /// with and without the locality hint.
+    #[test]
+    fn random_trees_are_recovered_exactly(seed in 0u64..1_000_000, levels in 2u32..=5, max_children in 2u64..=64, hint: bool) {
+        let t = random_tree(seed, levels, max_children);
+        let opts = InferOptions { locality_hint: hint, ..InferOptions::default() };
+        let r = run(&t, NoiseModel::default(), seed, opts);
+        if let Err(e) = metrics::same_tree(&t, &r.topology, 1e-12) {
+            prop_assert!(false, "seed {} levels {} children {}: {}", seed, levels, max_children, e);
+        }
+    }
+}
+
+/// The testbed with LAN-scale links between clusters (its 1 and 1.5 ms WAN links at 20 us).
+fn lan_testbed() -> Topology {
+    let t = Testbed::default().build().unwrap();
+    let mut b = t.to_builder();
+    for l in &mut b.links {
+        if l.ab.latency_s >= 1e-3 {
+            l.ab.latency_s = 20e-6;
+            l.ba.latency_s = 20e-6;
+        }
+    }
+    b.build().unwrap()
+}
+
+#[test]
+fn testbed_with_lomax_jitter_keeps_its_switches() {
+    let t = lan_testbed();
+    let noise = NoiseModel::jitter("lomax:scale_us=2,alpha=1.5".parse().unwrap());
+    let e = metrics::evaluate(&t, &noise, &InferOptions::default(), 3, 11, 2000).unwrap();
+    assert_eq!(e.exact_partition_rate, 1.0, "{e:?}");
+    assert!(e.shared_link_fp_rate + e.shared_link_fn_rate < 0.01, "{e:?}");
+    assert!(e.max_pairs_measured_fraction < 0.05, "{e:?}");
+}
+
+#[test]
+fn stalled_measurements_are_remeasured() {
+    // 5% of pair measurements are descheduled for their whole window (12-16 ms instead of tens
+    // of microseconds): the tree must not notice.
+    let t = treecast::topology::gen::Tree::fat_tree(8, 6).build().unwrap();
+    let noise = NoiseModel {
+        jitter: "lomax:scale_us=0.5,alpha=1.5".parse().unwrap(),
+        outliers: Outliers::emulated(0.05, 0.01),
+        ..NoiseModel::default()
+    };
+    let mut remeasured = 0;
+    for seed in 1..=3 {
+        let r = run(&t, noise.clone(), seed, InferOptions::default());
+        assert_eq!(
+            metrics::leaf_partition(&r.topology).unwrap(),
+            metrics::leaf_partition(&t).unwrap(),
+            "seed {seed}"
+        );
+        remeasured += r.stats.remeasured + r.stats.dropped;
+    }
+    assert!(remeasured > 0, "stalls were present but nothing was re-measured");
+}
+
+#[test]
+fn a_loaded_host_stays_under_its_switch() {
+    // h05's every message is 20 us late (+ exponential extra): its RTTs are 40+ us longer. It
+    // must stay in its leaf switch's group, with the excess on its own link.
+    let t = treecast::topology::gen::Tree::fat_tree(8, 4).build().unwrap();
+    for seed in 1..=3 {
+        let noise = NoiseModel {
+            jitter: "lomax:scale_us=0.5,alpha=1.5".parse().unwrap(),
+            loaded: vec![LoadedHost {
+                host: "h005".into(),
+                extra_s: 20e-6,
+            }],
+            ..NoiseModel::default()
+        };
+        let r = run(&t, noise, seed, InferOptions::default());
+        assert_eq!(
+            metrics::leaf_partition(&r.topology).unwrap(),
+            metrics::leaf_partition(&t).unwrap(),
+            "seed {seed}"
+        );
+        let inferred = &r.topology;
+        let h = inferred.find("h005").unwrap();
+        let leaf = inferred.link(inferred.neighbors(h)[0].1).ab.latency_s;
+        // True host link 1 us plus at least 20 us of excess per message.
+        assert!(leaf > 20e-6, "seed {seed}: loaded host link {leaf}");
+    }
+}
+
+#[test]
+fn bandwidth_map_finds_link_speeds() {
+    // 4 leaf switches x 4 hosts on 10 Gbit/s (1.25e9 B/s); uplinks 4:1 oversubscribed carry
+    // 10 Gbit/s, 8:1 carry 5 Gbit/s. (With faster uplinks than host links, the host links would
+    // hide them: the paper's stated limitation.)
+    for (t, up) in [
+        (treecast::topology::gen::Tree::oversubscribed(4, 4, 4.0).build().unwrap(), 1.25e9),
+        (treecast::topology::gen::Tree::oversubscribed(4, 4, 8.0).build().unwrap(), 6.25e8),
+    ] {
+        let r = run(
+            &t,
+            NoiseModel::default(),
+            1,
+            InferOptions {
+                bandwidth_bytes: Some(1 << 20),
+                ..InferOptions::default()
+            },
+        );
+        let map = r.bandwidth.as_ref().unwrap();
+        assert!(map.rounds <= 4, "staged map takes O(depth) rounds: {map:?}");
+        let inf = &r.topology;
+        for l in inf.links() {
+            let (a, b) = (inf.vertex(l.a), inf.vertex(l.b));
+            let want = if a.kind == VertexKind::Switch && b.kind == VertexKind::Switch {
+                up
+            } else {
+                1.25e9
+            };
+            assert!((l.ab.bandwidth_bps - want).abs() < 1.0, "{}-{}: {}", a.name, b.name, l.ab.bandwidth_bps);
+        }
+    }
+}
+
+#[test]
+fn rtt_matrix_input_and_missing_pairs() {
+    let t = treecast::topology::gen::Tree::fat_tree(3, 3).build().unwrap();
+    let p = SimProber::new(&t, NoiseModel::default(), 1).unwrap();
+    let n = p.num_hosts();
+    let hosts: Vec<String> = (0..n).map(|h| p.host_name(h).to_string()).collect();
+    let full: Vec<Vec<Option<f64>>> = (0..n)
+        .map(|i| (0..n).map(|j| Some(p.true_rtt(i, j) * 1e6)).collect())
+        .collect();
+    let m = RttMatrix {
+        hosts: hosts.clone(),
+        rtt_us: full.clone(),
+    };
+    let mut mp = MatrixProber::new(&m, "m.csv").unwrap();
+    let r = infer(&mut mp, &InferOptions::default()).unwrap();
+    metrics::same_tree(&t, &r.topology, 1e-12).unwrap();
+    assert!(r.stats.probe.pairs_measured_fraction() < 1.0);
+    // Without any value for h000, inference cannot place it: the error names a pair with it.
+    let mut holes = full;
+    for k in 1..n {
+        holes[0][k] = None;
+        holes[k][0] = None;
+    }
+    let mut mp = MatrixProber::new(&RttMatrix { hosts, rtt_us: holes }, "m.csv").unwrap();
+    let e = infer(&mut mp, &InferOptions::default()).unwrap_err().to_string();
+    assert!(e.contains("m.csv") && e.contains("h000"), "{e}");
+}
+
+#[test]
+fn ranks_hang_below_their_hosts() {
+    let t = Testbed {
+        hosts_per_edge: 2,
+        ranks_per_host: 3,
+        ..Testbed::default()
+    }
+    .build()
+    .unwrap();
+    let r = run(&t, NoiseModel::default(), 1, InferOptions::default());
+    let rank_hosts: Vec<String> = (0..t.num_ranks() as u32)
+        .map(|k| t.vertex(t.host_of_rank(k).unwrap()).name.clone())
+        .collect();
+    let full = with_ranks(&r.topology, &rank_hosts, LinkDir::new(0.3e-6, 5e9)).unwrap();
+    assert_eq!(full.num_ranks(), t.num_ranks());
+    for k in 0..t.num_ranks() as u32 {
+        assert_eq!(
+            full.vertex(full.host_of_rank(k).unwrap()).name,
+            t.vertex(t.host_of_rank(k).unwrap()).name
+        );
+    }
+    metrics::same_tree(&t, &full, 1e-12).unwrap();
+    assert!(with_ranks(&r.topology, &["nowhere".to_string()], LinkDir::new(0.0, 1.0)).is_err());
+}
