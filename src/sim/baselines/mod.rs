@@ -1,0 +1,1 @@
+//! MPI baseline broadcast algorithms as plans.

@@ -1,0 +1,903 @@
+//! The flow-level engine: flows over tree paths, exact max-min sharing, per-hop latency.
+//!
+//! # Model (documented precisely because the planner trusts its numbers)
+//!
+//! A *flow* moves `B` bytes from one vertex to another along the unique tree path, links
+//! `1..n` with one-way latencies `d_i` and bandwidths `b_i`. Let `o_i = d_1 + .. + d_{i-1}`
+//! (the latency of the links *before* link i) and `D = d_1 + .. + d_n`.
+//!
+//! * The flow's **head** reaches link i at `t0 + o_i`; only from then on does the flow compete
+//!   for link i's capacity (bytes enter link i after the latencies of the links before it).
+//! * The flow has **one rate** `x(t)` along its whole path (switches are buffer-less cut-through
+//!   crossbars, as in MFS). The rate is the flow's max-min fair share among the flows present on
+//!   each link it has reached, and never more than `min_i b_i`: the sender paces at the path's
+//!   bottleneck even before its head gets there, as TCP and RDMA senders do after the first RTT.
+//! * The source emits bytes at `x(t)` until all `B` have left, at `T_src`. The flow then leaves
+//!   every link at once, and the **receiver has the data at `T_src + D`**.
+//!
+//! Unshared, `x = min b_i` throughout, so the receiver completes at exactly
+//! `t0 + D + B / min b_i`: the seed-004 cost model. A link is charged from the moment the head
+//! arrives until the source has sent everything, so no link ever carries more than its capacity
+//! (the allocation is feasible at every instant). The approximation: a rate change is felt at
+//! once along the whole path, rather than `o_i` later at link i; with microsecond latencies and
+//! millisecond transfers the difference is far below anything MPI timing can resolve.
+//!
+//! Messages between the same pair on the same *channel* (the driver passes one per ordered rank
+//! pair) are FIFO: the next starts when the previous has left the source, as on one TCP
+//! connection or one MPI pair under the non-overtaking rule. Without that, a rank that posts all
+//! its segments at once would share its link among them and lose the pipeline.
+//!
+//! # Algorithm and cost
+//!
+//! Event driven: the next event is a flow finishing at its source (time from its current rate and
+//! remaining bytes), a head reaching a link, or a delivery; there are no time steps. Events at
+//! one instant are handled as a batch, then the rates are re-solved once.
+//!
+//! Re-solving is *local and exact*: only flows an event can affect (new flows, flows whose head
+//! moved, flows bottlenecked where a flow left) are re-filled by progressive filling, with the
+//! other flows' rates held fixed; the result is then checked against the max-min optimality
+//! condition on every link the re-filled flows touch, and flows that violate it are added and
+//! the fill repeated. Max-min allocations are unique, so this yields exactly what a full solve
+//! would (tests compare against [`super::maxmin::reference`]). A re-solve costs
+//! O(I_W log I_W + P) for I_W incidences of the re-filled flows and P flows present on the links
+//! they touch; typically a handful. Memory is O(links + concurrent flows x path length); flow
+//! slots, per-link lists and solver scratch are reused, so the steady state allocates nothing.
+
+use super::maxmin::Level;
+use super::network::{Network, PathHop, NONE};
+use crate::topology::{Topology, VertexId};
+use std::cmp::{Ordering, Reverse};
+use std::collections::{BinaryHeap, VecDeque};
+
+/// Relative tolerance for "saturated" and rate comparisons in the optimality check.
+const EPS: f64 = 1e-9;
+/// Events closer than this (relative) to the batch time are handled in the same batch.
+const BATCH_TOL: f64 = 1e-12;
+/// Bottleneck marker: the flow runs at its own rate cap (the path's slowest link).
+const BN_CAP: u32 = u32::MAX - 1;
+/// After this many local expansions, re-solve everything (rare; bounds the worst case).
+const MAX_EXPANSIONS: usize = 6;
+
+/// A message that has fully arrived.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Delivery {
+    /// The driver's handle for the message.
+    pub tag: u64,
+    /// When the first byte left the source (after waiting for its channel).
+    pub start: f64,
+    /// When the last byte left the source.
+    pub src_done: f64,
+    /// When the receiver had every byte.
+    pub time: f64,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Hop {
+    res: u32,
+    /// Head arrival offset from the flow's start (sum of latencies of earlier links).
+    offset: f64,
+    /// Index in the resource's `present` list, or `NONE` before the head arrived.
+    pos: u32,
+}
+
+#[derive(Clone, Debug, Default)]
+struct Flow {
+    hops: Vec<Hop>,
+    /// `hops[..arrived]` are present (their head has arrived).
+    arrived: u32,
+    start: f64,
+    latency: f64,
+    /// Bytes still at the source at time `t_upd`.
+    left: f64,
+    t_upd: f64,
+    rate: f64,
+    cap: f64,
+    /// Resource the flow is bottlenecked at (`BN_CAP`, or `NONE` when unbounded).
+    bn: u32,
+    /// Bumped on every rate change and slot reuse: invalidates stale `SrcDone` events.
+    stamp: u32,
+    /// Bumped on slot reuse: invalidates stale `Head` events.
+    occ: u32,
+    tag: u64,
+    channel: u32,
+    live: bool,
+    // Solver scratch.
+    mark: u64,
+    x_new: f64,
+    bn_new: u32,
+    frozen: bool,
+}
+
+#[derive(Clone, Debug, Default)]
+struct Resource {
+    cap: f64,
+    load: f64,
+    /// Flows whose head has reached this resource: (flow, hop index).
+    present: Vec<(u32, u32)>,
+    /// Time `carried` was last brought up to date.
+    t_load: f64,
+    /// Integral of load over time: bytes carried.
+    carried: f64,
+    /// Largest load ever allocated.
+    peak: f64,
+    // Solver scratch.
+    lmark: u64,
+    local: u32,
+}
+
+impl Resource {
+    fn account(&mut self, now: f64) {
+        if now > self.t_load {
+            self.carried += self.load * (now - self.t_load);
+            self.t_load = now;
+        }
+    }
+    fn set_load(&mut self, now: f64, load: f64) {
+        self.account(now);
+        self.load = if self.present.is_empty() { 0.0 } else { load.max(0.0) };
+        if self.load > self.peak {
+            self.peak = self.load;
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug)]
+enum Ev {
+    Head { flow: u32, occ: u32 },
+    SrcDone { flow: u32, stamp: u32 },
+    Deliver(Delivery),
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Event {
+    t: f64,
+    seq: u64,
+    ev: Ev,
+}
+impl PartialEq for Event {
+    fn eq(&self, o: &Self) -> bool {
+        self.cmp(o) == Ordering::Equal
+    }
+}
+impl Eq for Event {}
+impl PartialOrd for Event {
+    fn partial_cmp(&self, o: &Self) -> Option<Ordering> {
+        Some(self.cmp(o))
+    }
+}
+impl Ord for Event {
+    // Min-heap on (time, sequence): ties resolve in the order events were created.
+    fn cmp(&self, o: &Self) -> Ordering {
+        o.t.total_cmp(&self.t).then(o.seq.cmp(&self.seq))
+    }
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Pending {
+    src: VertexId,
+    dst: VertexId,
+    bytes: f64,
+    tag: u64,
+}
+
+#[derive(Clone, Debug, Default)]
+struct Channel {
+    busy: bool,
+    queue: VecDeque<Pending>,
+}
+
+/// Per-link scratch of one local solve.
+#[derive(Clone, Copy, Debug, Default)]
+struct LocalLink {
+    res: u32,
+    cnt: u32,
+    unfrozen: u32,
+    avail: f64,
+    frozen_sum: f64,
+    fixed: f64,
+    load_new: f64,
+    max_w: f64,
+    min_w_bn: f64,
+}
+
+/// Counters describing the work an engine did (for benchmarks and reports).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct EngineStats {
+    pub flows: u64,
+    pub events: u64,
+    pub resolves: u64,
+    /// Sum over re-solves of the number of flows re-filled.
+    pub refilled: u64,
+    pub full_resolves: u64,
+    pub max_concurrent_flows: usize,
+}
+
+/// Usage of one capacity resource over a run.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ResourceUsage {
+    /// Link index in the topology.
+    pub link: usize,
+    /// `Some(true)` for the a->b direction, `Some(false)` for b->a, `None` when both directions
+    /// share the link (half duplex).
+    pub forward: Option<bool>,
+    pub capacity_bps: f64,
+    /// Bytes carried (integral of the allocated rate).
+    pub bytes: f64,
+    /// Largest allocated rate (B/s); never above `capacity_bps` (up to rounding).
+    pub peak_bps: f64,
+}
+
+/// The event-driven flow simulator. Drivers call [`FlowSim::send`] at the current time and
+/// [`FlowSim::advance`] to run until the next deliveries.
+pub struct FlowSim {
+    net: Network,
+    flows: Vec<Flow>,
+    free: Vec<u32>,
+    res: Vec<Resource>,
+    channels: Vec<Channel>,
+    events: BinaryHeap<Event>,
+    seq: u64,
+    now: f64,
+    dirty: bool,
+    live: usize,
+    seeds: Vec<u32>,
+    // Solver scratch, reused across re-solves.
+    gen: u64,
+    lgen: u64,
+    w: Vec<u32>,
+    locals: Vec<LocalLink>,
+    adj_off: Vec<u32>,
+    adj: Vec<u32>,
+    heap: BinaryHeap<Reverse<(Level, u32)>>,
+    path: Vec<PathHop>,
+    path_scratch: Vec<PathHop>,
+    stats: EngineStats,
+    audit: bool,
+}
+
+impl FlowSim {
+    pub fn new(topo: &Topology) -> FlowSim {
+        let net = Network::new(topo);
+        let res = net
+            .res_cap
+            .iter()
+            .map(|&cap| Resource {
+                cap,
+                ..Resource::default()
+            })
+            .collect();
+        FlowSim {
+            net,
+            flows: Vec::new(),
+            free: Vec::new(),
+            res,
+            channels: Vec::new(),
+            events: BinaryHeap::new(),
+            seq: 0,
+            now: 0.0,
+            dirty: false,
+            live: 0,
+            seeds: Vec::new(),
+            gen: 0,
+            lgen: 0,
+            w: Vec::new(),
+            locals: Vec::new(),
+            adj_off: Vec::new(),
+            adj: Vec::new(),
+            heap: BinaryHeap::new(),
+            path: Vec::new(),
+            path_scratch: Vec::new(),
+            stats: EngineStats::default(),
+            audit: false,
+        }
+    }
+
+    /// Check feasibility and max-min optimality against the reference solver after every
+    /// re-solve (slow; for tests). Panics on a violation.
+    pub fn set_audit(&mut self, on: bool) {
+        self.audit = on;
+    }
+
+    /// Current simulated time (seconds).
+    pub fn now(&self) -> f64 {
+        self.now
+    }
+
+    pub fn stats(&self) -> EngineStats {
+        self.stats
+    }
+
+    /// Per-resource usage so far.
+    pub fn usage(&mut self) -> Vec<ResourceUsage> {
+        let now = self.now;
+        self.res
+            .iter_mut()
+            .enumerate()
+            .map(|(i, r)| {
+                r.account(now);
+                let (link, forward) = self.net.res_link[i];
+                ResourceUsage {
+                    link,
+                    forward,
+                    capacity_bps: r.cap,
+                    bytes: r.carried,
+                    peak_bps: r.peak,
+                }
+            })
+            .collect()
+    }
+
+    /// Approximate heap bytes held by the engine (flow slots, per-link lists, queues, scratch).
+    pub fn memory_bytes(&self) -> usize {
+        use std::mem::size_of;
+        let flows: usize = self
+            .flows
+            .iter()
+            .map(|f| size_of::<Flow>() + f.hops.capacity() * size_of::<Hop>())
+            .sum();
+        let res: usize = self
+            .res
+            .iter()
+            .map(|r| size_of::<Resource>() + r.present.capacity() * size_of::<(u32, u32)>())
+            .sum();
+        let chans: usize = self
+            .channels
+            .iter()
+            .map(|c| size_of::<Channel>() + c.queue.capacity() * size_of::<Pending>())
+            .sum();
+        flows
+            + res
+            + chans
+            + self.events.capacity() * size_of::<Event>()
+            + self.locals.capacity() * size_of::<LocalLink>()
+            + (self.adj.capacity() + self.adj_off.capacity() + self.w.capacity() + self.seeds.capacity()) * 4
+            + self.heap.capacity() * size_of::<Reverse<(Level, u32)>>()
+            + self.net.num_resources() * 40
+    }
+
+    fn push(&mut self, t: f64, ev: Ev) {
+        self.seq += 1;
+        self.events.push(Event { t, seq: self.seq, ev });
+    }
+
+    /// Send `bytes` from vertex `src` to vertex `dst` now. `channel` (dense ids chosen by the
+    /// driver) makes messages FIFO: one waits until the previous one on its channel has left
+    /// the source. `tag` comes back in the [`Delivery`].
+    pub fn send(&mut self, src: VertexId, dst: VertexId, bytes: f64, tag: u64, channel: Option<u32>) {
+        let p = Pending { src, dst, bytes, tag };
+        match channel {
+            Some(c) => {
+                let c = c as usize;
+                if c >= self.channels.len() {
+                    self.channels.resize_with(c + 1, Channel::default);
+                }
+                if self.channels[c].busy {
+                    self.channels[c].queue.push_back(p);
+                } else {
+                    self.start_flow(p, c as u32);
+                }
+            }
+            None => self.start_flow(p, NONE),
+        }
+    }
+
+    fn start_flow(&mut self, p: Pending, channel: u32) {
+        self.stats.flows += 1;
+        let now = self.now;
+        self.net.path_into(p.src, p.dst, &mut self.path, &mut self.path_scratch);
+        let latency: f64 = self.path.iter().map(|h| h.latency).sum();
+        if p.bytes <= 0.0 || self.path.is_empty() {
+            // Nothing to stream: only the latency, and the channel is never held.
+            let d = Delivery {
+                tag: p.tag,
+                start: now,
+                src_done: now,
+                time: now + latency,
+            };
+            self.push(d.time, Ev::Deliver(d));
+            return;
+        }
+        let f = match self.free.pop() {
+            Some(f) => f,
+            None => {
+                self.flows.push(Flow::default());
+                (self.flows.len() - 1) as u32
+            }
+        };
+        if channel != NONE {
+            self.channels[channel as usize].busy = true;
+        }
+        let fl = &mut self.flows[f as usize];
+        fl.hops.clear();
+        let mut offset = 0.0;
+        let mut cap = f64::INFINITY;
+        for h in &self.path {
+            fl.hops.push(Hop {
+                res: h.res,
+                offset,
+                pos: NONE,
+            });
+            offset += h.latency;
+            cap = cap.min(h.bandwidth);
+        }
+        fl.arrived = 0;
+        fl.start = now;
+        fl.latency = latency;
+        fl.left = p.bytes;
+        fl.t_upd = now;
+        fl.rate = 0.0;
+        fl.cap = cap;
+        fl.bn = NONE;
+        fl.stamp = fl.stamp.wrapping_add(1);
+        fl.occ = fl.occ.wrapping_add(1);
+        fl.tag = p.tag;
+        fl.channel = channel;
+        fl.live = true;
+        self.live += 1;
+        self.stats.max_concurrent_flows = self.stats.max_concurrent_flows.max(self.live);
+        self.arrive(f, false);
+    }
+
+    /// Mark present every hop whose head has arrived by now (at least the next one when
+    /// `forced`: its `Head` event fired); schedule the next arrival.
+    fn arrive(&mut self, f: u32, forced: bool) {
+        let fi = f as usize;
+        let mut reached = self.now - self.flows[fi].start;
+        let mut force = forced;
+        loop {
+            let a = self.flows[fi].arrived as usize;
+            if a >= self.flows[fi].hops.len() {
+                break;
+            }
+            let off = self.flows[fi].hops[a].offset;
+            if force || a == 0 {
+                reached = reached.max(off);
+                force = false;
+            } else if off > reached {
+                let (t, occ) = (self.flows[fi].start + off, self.flows[fi].occ);
+                self.push(t, Ev::Head { flow: f, occ });
+                break;
+            }
+            let r = self.flows[fi].hops[a].res as usize;
+            self.flows[fi].hops[a].pos = self.res[r].present.len() as u32;
+            self.res[r].present.push((f, a as u32));
+            self.flows[fi].arrived += 1;
+        }
+        self.seeds.push(f);
+        self.dirty = true;
+    }
+
+    /// The source has sent the last byte: leave every link, schedule the delivery, free the
+    /// channel.
+    fn finish_source(&mut self, f: u32) {
+        let fi = f as usize;
+        let now = self.now;
+        let rate = self.flows[fi].rate;
+        for h in 0..self.flows[fi].arrived as usize {
+            let Hop { res, pos, .. } = self.flows[fi].hops[h];
+            let r = &mut self.res[res as usize];
+            r.present.swap_remove(pos as usize);
+            if let Some(&(g, gh)) = r.present.get(pos as usize) {
+                self.flows[g as usize].hops[gh as usize].pos = pos;
+            }
+            let load = if rate.is_finite() { r.load - rate } else { r.load };
+            r.set_load(now, load);
+            // Flows bottlenecked here may now speed up.
+            for &(g, _) in &self.res[res as usize].present {
+                if self.flows[g as usize].bn == res {
+                    self.seeds.push(g);
+                }
+            }
+            self.flows[fi].hops[h].pos = NONE;
+        }
+        let fl = &mut self.flows[fi];
+        fl.live = false;
+        fl.occ = fl.occ.wrapping_add(1);
+        fl.stamp = fl.stamp.wrapping_add(1);
+        let d = Delivery {
+            tag: fl.tag,
+            start: fl.start,
+            src_done: now,
+            time: now + fl.latency,
+        };
+        let channel = fl.channel;
+        self.live -= 1;
+        self.free.push(f);
+        self.push(d.time, Ev::Deliver(d));
+        self.dirty = true;
+        if channel != NONE {
+            let ch = &mut self.channels[channel as usize];
+            ch.busy = false;
+            if let Some(p) = ch.queue.pop_front() {
+                self.start_flow(p, channel);
+            }
+        }
+    }
+
+    /// Run until the next instant at which messages are delivered; append them to `out` and
+    /// return that time. `None` when nothing is in flight.
+    pub fn advance(&mut self, out: &mut Vec<Delivery>) -> Option<f64> {
+        loop {
+            if self.dirty {
+                self.resolve();
+            }
+            let t0 = self.events.peek()?.t;
+            if t0 > self.now {
+                self.now = t0;
+            }
+            let limit = t0 + BATCH_TOL * t0.abs();
+            while let Some(e) = self.events.peek() {
+                if e.t > limit {
+                    break;
+                }
+                let e = self.events.pop().expect("peeked");
+                self.stats.events += 1;
+                match e.ev {
+                    Ev::Head { flow, occ } => {
+                        let fl = &self.flows[flow as usize];
+                        if fl.live && fl.occ == occ {
+                            self.arrive(flow, true);
+                        }
+                    }
+                    Ev::SrcDone { flow, stamp } => {
+                        let fl = &self.flows[flow as usize];
+                        if fl.live && fl.stamp == stamp {
+                            self.finish_source(flow);
+                        }
+                    }
+                    Ev::Deliver(d) => out.push(d),
+                }
+            }
+            if !out.is_empty() {
+                return Some(self.now);
+            }
+        }
+    }
+
+    // ---------------------------------------------------------------- rate solving
+
+    fn resolve(&mut self) {
+        self.dirty = false;
+        self.gen += 1;
+        let gen = self.gen;
+        self.w.clear();
+        for i in 0..self.seeds.len() {
+            let f = self.seeds[i];
+            let fl = &mut self.flows[f as usize];
+            if fl.live && fl.mark != gen {
+                fl.mark = gen;
+                self.w.push(f);
+            }
+        }
+        self.seeds.clear();
+        if self.w.is_empty() {
+            return;
+        }
+        self.stats.resolves += 1;
+        let mut expansions = 0;
+        loop {
+            self.solve_w();
+            if !self.expand_w() {
+                break;
+            }
+            expansions += 1;
+            if expansions >= MAX_EXPANSIONS {
+                self.stats.full_resolves += 1;
+                for f in 0..self.flows.len() {
+                    let fl = &mut self.flows[f];
+                    if fl.live && fl.mark != gen {
+                        fl.mark = gen;
+                        self.w.push(f as u32);
+                    }
+                }
+                self.solve_w();
+                break;
+            }
+        }
+        self.stats.refilled += self.w.len() as u64;
+        self.apply_w();
+        if self.audit {
+            self.audit_allocation();
+        }
+    }
+
+    /// Progressive filling of the flows in `w`, the other flows' rates held fixed.
+    fn solve_w(&mut self) {
+        self.lgen += 1;
+        let (gen, lgen) = (self.gen, self.lgen);
+        self.locals.clear();
+        // Local links and how many W flows cross each.
+        for &f in &self.w {
+            let fl = &self.flows[f as usize];
+            for h in &fl.hops[..fl.arrived as usize] {
+                let r = &mut self.res[h.res as usize];
+                if r.lmark != lgen {
+                    r.lmark = lgen;
+                    r.local = self.locals.len() as u32;
+                    self.locals.push(LocalLink {
+                        res: h.res,
+                        ..LocalLink::default()
+                    });
+                }
+                self.locals[r.local as usize].cnt += 1;
+            }
+        }
+        // CSR adjacency local link -> W flows.
+        self.adj_off.clear();
+        let mut acc = 0u32;
+        for l in &self.locals {
+            self.adj_off.push(acc);
+            acc += l.cnt;
+        }
+        self.adj_off.push(acc);
+        self.adj.clear();
+        self.adj.resize(acc as usize, 0);
+        for l in self.locals.iter_mut() {
+            l.unfrozen = 0; // reused as fill cursor below
+        }
+        for &f in &self.w {
+            let fl = &self.flows[f as usize];
+            for h in &fl.hops[..fl.arrived as usize] {
+                let j = self.res[h.res as usize].local as usize;
+                let k = self.adj_off[j] + self.locals[j].unfrozen;
+                self.adj[k as usize] = f;
+                self.locals[j].unfrozen += 1;
+            }
+        }
+        // Capacity left by the fixed flows.
+        self.heap.clear();
+        for (j, l) in self.locals.iter_mut().enumerate() {
+            let r = &self.res[l.res as usize];
+            let mut fixed = 0.0;
+            for &(g, _) in &r.present {
+                let gl = &self.flows[g as usize];
+                if gl.mark != gen {
+                    fixed += gl.rate;
+                }
+            }
+            l.fixed = fixed;
+            l.avail = (r.cap - fixed).max(0.0);
+            l.unfrozen = l.cnt;
+            l.frozen_sum = 0.0;
+            if r.cap.is_finite() {
+                self.heap.push(Reverse((Level(l.avail / l.cnt as f64), j as u32)));
+            }
+        }
+        let nloc = self.locals.len() as u32;
+        for &f in &self.w {
+            let fl = &mut self.flows[f as usize];
+            fl.frozen = false;
+            fl.x_new = f64::INFINITY;
+            fl.bn_new = NONE;
+            if fl.cap.is_finite() {
+                self.heap.push(Reverse((Level(fl.cap), nloc + f)));
+            }
+        }
+        // Raise the water level.
+        while let Some(Reverse((Level(level), key))) = self.heap.pop() {
+            if key < nloc {
+                let j = key as usize;
+                let l = self.locals[j];
+                if l.unfrozen == 0 {
+                    continue;
+                }
+                let cur = (l.avail - l.frozen_sum).max(0.0) / l.unfrozen as f64;
+                if cur != level {
+                    continue; // stale: a fresher entry is in the heap
+                }
+                for k in self.adj_off[j]..self.adj_off[j + 1] {
+                    let f = self.adj[k as usize];
+                    if !self.flows[f as usize].frozen {
+                        self.freeze(f, level, l.res);
+                    }
+                }
+            } else {
+                let f = key - nloc;
+                if !self.flows[f as usize].frozen {
+                    self.freeze(f, level, BN_CAP);
+                }
+            }
+        }
+        // Summaries for the optimality check.
+        for l in self.locals.iter_mut() {
+            l.load_new = l.fixed;
+            l.max_w = 0.0;
+            l.min_w_bn = f64::INFINITY;
+        }
+        for &f in &self.w {
+            let fl = &self.flows[f as usize];
+            for h in &fl.hops[..fl.arrived as usize] {
+                let l = &mut self.locals[self.res[h.res as usize].local as usize];
+                l.load_new += fl.x_new;
+                l.max_w = l.max_w.max(fl.x_new);
+                if fl.bn_new == h.res {
+                    l.min_w_bn = l.min_w_bn.min(fl.x_new);
+                }
+            }
+        }
+    }
+
+    fn freeze(&mut self, f: u32, level: f64, bn: u32) {
+        let fl = &mut self.flows[f as usize];
+        fl.frozen = true;
+        fl.x_new = level;
+        fl.bn_new = bn;
+        let fl = &self.flows[f as usize];
+        for h in &fl.hops[..fl.arrived as usize] {
+            let j = self.res[h.res as usize].local as usize;
+            let l = &mut self.locals[j];
+            l.frozen_sum += level;
+            l.unfrozen -= 1;
+            if l.unfrozen > 0 && self.res[h.res as usize].cap.is_finite() {
+                let share = (l.avail - l.frozen_sum).max(0.0) / l.unfrozen as f64;
+                self.heap.push(Reverse((Level(share), j as u32)));
+            }
+        }
+    }
+
+    /// Max-min optimality on every link the W flows touch: each fixed flow bottlenecked there
+    /// must still be on a full link with the largest rate, and no fixed flow may exceed a W flow
+    /// bottlenecked there. Violators join W. Returns whether W grew.
+    fn expand_w(&mut self) -> bool {
+        let gen = self.gen;
+        let mut grew = false;
+        for j in 0..self.locals.len() {
+            let l = self.locals[j];
+            let r = &self.res[l.res as usize];
+            let sat = r.cap.is_finite() && l.load_new >= r.cap * (1.0 - EPS);
+            for &(g, _) in &r.present {
+                let gl = &mut self.flows[g as usize];
+                if gl.mark == gen {
+                    continue;
+                }
+                let starved = gl.bn == l.res && (!sat || gl.rate < l.max_w * (1.0 - EPS));
+                let greedy = gl.rate > l.min_w_bn * (1.0 + EPS);
+                if starved || greedy {
+                    gl.mark = gen;
+                    self.w.push(g);
+                    grew = true;
+                }
+            }
+        }
+        grew
+    }
+
+    fn apply_w(&mut self) {
+        let now = self.now;
+        for i in 0..self.w.len() {
+            let f = self.w[i];
+            let fl = &mut self.flows[f as usize];
+            fl.bn = fl.bn_new;
+            if fl.x_new == fl.rate {
+                continue;
+            }
+            if fl.rate > 0.0 && fl.rate.is_finite() {
+                fl.left = (fl.left - fl.rate * (now - fl.t_upd)).max(0.0);
+            }
+            fl.t_upd = now;
+            fl.rate = fl.x_new;
+            fl.stamp = fl.stamp.wrapping_add(1);
+            let stamp = fl.stamp;
+            let done = if fl.rate.is_infinite() || fl.left <= 0.0 {
+                Some(now)
+            } else if fl.rate > 0.0 {
+                Some(now + fl.left / fl.rate)
+            } else {
+                None
+            };
+            if let Some(t) = done {
+                self.push(t, Ev::SrcDone { flow: f, stamp });
+            }
+        }
+        for j in 0..self.locals.len() {
+            let l = self.locals[j];
+            self.res[l.res as usize].set_load(now, l.load_new);
+        }
+    }
+
+    /// Compare the live allocation with the reference solver and check capacities.
+    fn audit_allocation(&self) {
+        let live: Vec<usize> = (0..self.flows.len()).filter(|&f| self.flows[f].live).collect();
+        let caps: Vec<f64> = self.res.iter().map(|r| r.cap).collect();
+        let flows: Vec<(f64, Vec<usize>)> = live
+            .iter()
+            .map(|&f| {
+                let fl = &self.flows[f];
+                (
+                    fl.cap,
+                    fl.hops[..fl.arrived as usize].iter().map(|h| h.res as usize).collect(),
+                )
+            })
+            .collect();
+        let want = super::maxmin::reference(&caps, &flows);
+        for (i, &f) in live.iter().enumerate() {
+            let got = self.flows[f].rate;
+            let ok = (got == want[i]) || (got - want[i]).abs() <= 1e-6 * want[i].abs().max(1e-300);
+            assert!(ok, "audit: flow {f} rate {got} but max-min gives {}", want[i]);
+        }
+        for (k, r) in self.res.iter().enumerate() {
+            let load: f64 = r.present.iter().map(|&(g, _)| self.flows[g as usize].rate).sum();
+            assert!(
+                load <= r.cap * (1.0 + 1e-9),
+                "audit: resource {k} carries {load} > capacity {}",
+                r.cap
+            );
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::topology::{Duplex, LinkDir, TopologyBuilder, VertexKind};
+
+    /// Star: ranks 0..n on one switch, each link (latency, bandwidth).
+    fn star(links: &[(f64, f64)]) -> Topology {
+        let mut b = TopologyBuilder::new();
+        let sw = b.vertex("sw", VertexKind::Switch);
+        for (i, &(lat, bw)) in links.iter().enumerate() {
+            let r = b.rank(i as u32);
+            b.link(r, sw, lat, bw);
+        }
+        b.build().unwrap()
+    }
+
+    fn run(sim: &mut FlowSim) -> Vec<Delivery> {
+        let mut all = Vec::new();
+        let mut out = Vec::new();
+        while sim.advance(&mut out).is_some() {
+            all.append(&mut out);
+        }
+        all
+    }
+
+    #[test]
+    fn single_flow_is_latency_plus_bytes_over_bottleneck() {
+        let t = star(&[(1e-6, 1e9), (2e-6, 5e8)]);
+        let mut sim = FlowSim::new(&t);
+        sim.set_audit(true);
+        sim.send(t.rank_vertex(0), t.rank_vertex(1), 1e6, 7, None);
+        let d = run(&mut sim);
+        assert_eq!(d.len(), 1);
+        let want = 3e-6 + 1e6 / 5e8;
+        assert!((d[0].time - want).abs() <= 1e-15 * want, "{} vs {want}", d[0].time);
+        assert_eq!(d[0].tag, 7);
+    }
+
+    #[test]
+    fn fifo_channel_serialises_messages() {
+        let t = star(&[(0.0, 1.0), (0.0, 1.0)]);
+        let mut sim = FlowSim::new(&t);
+        let (a, b) = (t.rank_vertex(0), t.rank_vertex(1));
+        sim.send(a, b, 1.0, 1, Some(0));
+        sim.send(a, b, 1.0, 2, Some(0));
+        let d = run(&mut sim);
+        assert_eq!((d[0].tag, d[0].time), (1, 1.0));
+        assert_eq!((d[1].tag, d[1].start, d[1].time), (2, 1.0, 2.0));
+        // Without a channel they share the link and both finish at 2.
+        let mut sim = FlowSim::new(&t);
+        sim.send(a, b, 1.0, 1, None);
+        sim.send(a, b, 1.0, 2, None);
+        let d = run(&mut sim);
+        assert_eq!((d[0].time, d[1].time), (2.0, 2.0));
+    }
+
+    #[test]
+    fn half_duplex_shares_both_directions() {
+        let mut b = TopologyBuilder::new();
+        let sw = b.vertex("sw", VertexKind::Switch);
+        let r0 = b.rank(0);
+        let r1 = b.rank(1);
+        let d = LinkDir::new(0.0, 2.0);
+        b.link_full(r0, sw, d, d, Duplex::Half);
+        b.link(r1, sw, 0.0, 100.0);
+        let t = b.build().unwrap();
+        let mut sim = FlowSim::new(&t);
+        sim.set_audit(true);
+        sim.send(t.rank_vertex(0), t.rank_vertex(1), 2.0, 1, None);
+        sim.send(t.rank_vertex(1), t.rank_vertex(0), 2.0, 2, None);
+        let d = run(&mut sim);
+        // Each gets 1 B/s of the shared 2 B/s: 2 s (full duplex would take 1 s).
+        assert_eq!((d[0].time, d[1].time), (2.0, 2.0));
+    }
+}

@@ -1,0 +1,1 @@
+//! SimGrid platform export.
