@@ -10,7 +10,7 @@
 //! with blocking sends (one active message per rank); that is [`super::SimOptions::blocking_sends`].
 
 use super::flow::{Delivery, FlowSim};
-use super::{placement, SimError, SimOptions, SimResult, TransferRecord};
+use super::{finish, placement, FlatOps, SimError, SimOptions, SimResult, TransferRecord};
 use crate::topology::Topology;
 use std::fmt;
 use std::str::FromStr;
@@ -84,40 +84,21 @@ pub fn simulate_alltoall(
 pub fn simulate_messages(topo: &Topology, sends: &[Vec<(u32, u64)>], opts: &SimOptions) -> Result<SimResult, SimError> {
     let n = sends.len();
     let verts = placement::resolve(topo, n as u32, opts.placement.as_deref())?;
-    let mut base = Vec::with_capacity(n + 1);
-    let mut total = 0usize;
-    for (r, s) in sends.iter().enumerate() {
-        base.push(total);
-        total += s.len();
-        if let Some(&(d, _)) = s.iter().find(|&&(d, _)| d as usize >= n || d as usize == r) {
-            return Err(SimError(format!("rank {r} sends to invalid peer {d}")));
-        }
+    if let Some((r, &(d, _))) = sends.iter().enumerate().find_map(|(r, s)| {
+        s.iter()
+            .find(|&&(d, _)| d as usize >= n || d as usize == r)
+            .map(|x| (r, x))
+    }) {
+        return Err(SimError(format!("rank {r} sends to invalid peer {d}")));
     }
-    base.push(total);
-    let mut owner = vec![0u32; total];
-    // One FIFO channel per ordered pair that exchanges messages, numbered densely.
-    let mut channel = vec![0u32; total];
-    let mut ids: std::collections::HashMap<u64, u32> = std::collections::HashMap::new();
-    for r in 0..n {
-        owner[base[r]..base[r + 1]].fill(r as u32);
-        for (i, &(d, _)) in sends[r].iter().enumerate() {
-            let next_id = ids.len() as u32;
-            channel[base[r] + i] = *ids.entry((r as u64) << 32 | d as u64).or_insert(next_id);
-        }
-    }
+    let flat = FlatOps::new(sends, |&(d, _)| Some(d));
     let mut sim = FlowSim::new(topo);
     sim.set_audit(opts.audit);
     let mut next = vec![0usize; n];
     let issue = |r: usize, sim: &mut FlowSim, next: &mut [usize]| {
         let (dst, b) = sends[r][next[r]];
-        let flat = base[r] + next[r];
-        sim.send(
-            verts[r],
-            verts[dst as usize],
-            b as f64,
-            flat as u64,
-            Some(channel[flat]),
-        );
+        let f = flat.base[r] + next[r];
+        sim.send(verts[r], verts[dst as usize], b as f64, f as u64, Some(flat.channel[f]));
         next[r] += 1;
     };
     for r in 0..n {
@@ -136,9 +117,9 @@ pub fn simulate_messages(topo: &Topology, sends: &[Vec<(u32, u64)>], opts: &SimO
     let mut out: Vec<Delivery> = Vec::new();
     while sim.advance(&mut out).is_some() {
         for d in out.drain(..) {
-            let flat = d.tag as usize;
-            let src = owner[flat] as usize;
-            let (dst, b) = sends[src][flat - base[src]];
+            let f = d.tag as usize;
+            let src = flat.owner[f] as usize;
+            let (dst, b) = sends[src][f - flat.base[src]];
             done[dst as usize] = done[dst as usize].max(d.time);
             if opts.record {
                 transfers.push(TransferRecord {
@@ -157,15 +138,7 @@ pub fn simulate_messages(topo: &Topology, sends: &[Vec<(u32, u64)>], opts: &SimO
             }
         }
     }
-    let time_s = done.iter().copied().fold(0.0, f64::max);
-    let links = if opts.record { sim.usage() } else { Vec::new() };
-    Ok(SimResult {
-        time_s,
-        rank_done_s: done,
-        transfers,
-        links,
-        stats: sim.stats(),
-    })
+    Ok(finish(sim, done, transfers, opts.record))
 }
 
 #[cfg(test)]

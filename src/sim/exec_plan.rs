@@ -12,10 +12,9 @@
 //! (ranks x nsegs bits).
 
 use super::flow::{Delivery, FlowSim};
-use super::{placement, SimError, SimOptions, SimResult, TransferRecord};
+use super::{finish, placement, FlatOps, SimError, SimOptions, SimResult, TransferRecord};
 use crate::plan::{range_bounds, Op, Plan};
 use crate::topology::{Topology, VertexId};
-use std::collections::HashMap;
 
 struct Run<'a> {
     plan: &'a Plan,
@@ -28,10 +27,8 @@ struct Run<'a> {
     done: Vec<f64>,
     cursor: Vec<usize>,
     active: Vec<u32>,
-    /// Flat op index of each rank's first op; the flat index is the engine tag.
-    op_base: Vec<usize>,
-    /// Channel of every flat op (sends only): one per ordered rank pair.
-    op_channel: Vec<u32>,
+    /// Flat op numbering (engine tags) and channels.
+    flat: &'a FlatOps,
     /// Issue time of every flat op (only when recording).
     issued: Vec<f64>,
 }
@@ -52,17 +49,17 @@ impl Run<'_> {
                     if (self.blocking && self.active[r] > 0) || !self.has_all(r, segs.start, segs.end) {
                         return;
                     }
-                    let flat = self.op_base[r] + self.cursor[r];
+                    let f = self.flat.base[r] + self.cursor[r];
                     let (lo, hi) = range_bounds(self.bytes, self.plan.nsegs, segs);
                     if !self.issued.is_empty() {
-                        self.issued[flat] = sim.now();
+                        self.issued[f] = sim.now();
                     }
                     sim.send(
                         self.verts[r],
                         self.verts[peer as usize],
                         (hi - lo) as f64,
-                        flat as u64,
-                        Some(self.op_channel[flat]),
+                        f as u64,
+                        Some(self.flat.channel[f]),
                     );
                     self.active[r] += 1;
                     self.cursor[r] += 1;
@@ -81,29 +78,16 @@ pub(crate) fn run(topo: &Topology, plan: &Plan, bytes: u64, opts: &SimOptions) -
     let verts = placement::resolve(topo, plan.nranks, opts.placement.as_deref())?;
     let n = plan.nranks as usize;
     let words = (plan.nsegs as usize).div_ceil(64);
-    let mut op_base = Vec::with_capacity(n + 1);
-    let mut total = 0;
-    for ops in &plan.ops {
-        op_base.push(total);
-        total += ops.len();
+    if let Some((r, p)) = plan
+        .ops
+        .iter()
+        .enumerate()
+        .find_map(|(r, ops)| ops.iter().find(|o| o.peer() as usize >= n).map(|o| (r, o.peer())))
+    {
+        return Err(SimError(format!("invalid plan: rank {r} names rank {p}")));
     }
-    op_base.push(total);
-    let mut op_rank = vec![0u32; total];
-    let mut op_channel = vec![u32::MAX; total];
-    let mut channels: HashMap<u64, u32> = HashMap::new();
-    for (r, ops) in plan.ops.iter().enumerate() {
-        for (i, op) in ops.iter().enumerate() {
-            op_rank[op_base[r] + i] = r as u32;
-            if let Op::Send { peer, .. } = *op {
-                if peer as usize >= n {
-                    return Err(SimError(format!("invalid plan: rank {r} sends to rank {peer}")));
-                }
-                let key = (r as u64) << 32 | peer as u64;
-                let next = channels.len() as u32;
-                op_channel[op_base[r] + i] = *channels.entry(key).or_insert(next);
-            }
-        }
-    }
+    let flat = FlatOps::new(&plan.ops, |op| op.is_send().then(|| op.peer()));
+    let total = flat.owner.len();
     let root = plan.root as usize;
     let mut have = vec![0u64; n * words];
     for s in 0..plan.nsegs as usize {
@@ -124,8 +108,7 @@ pub(crate) fn run(topo: &Topology, plan: &Plan, bytes: u64, opts: &SimOptions) -
         done,
         cursor: vec![0; n],
         active: vec![0; n],
-        op_base,
-        op_channel,
+        flat: &flat,
         issued: if opts.record { vec![0.0; total] } else { Vec::new() },
     };
     let mut sim = FlowSim::new(topo);
@@ -137,9 +120,9 @@ pub(crate) fn run(topo: &Topology, plan: &Plan, bytes: u64, opts: &SimOptions) -
     let mut out: Vec<Delivery> = Vec::new();
     while sim.advance(&mut out).is_some() {
         for d in out.drain(..) {
-            let flat = d.tag as usize;
-            let src = op_rank[flat] as usize;
-            let Op::Send { peer, segs } = plan.ops[src][flat - run.op_base[src]] else {
+            let f = d.tag as usize;
+            let src = flat.owner[f] as usize;
+            let Op::Send { peer, segs } = plan.ops[src][f - flat.base[src]] else {
                 unreachable!("only sends become flows")
             };
             let p = peer as usize;
@@ -161,7 +144,7 @@ pub(crate) fn run(topo: &Topology, plan: &Plan, bytes: u64, opts: &SimOptions) -
                     dst: peer,
                     segs: Some(segs),
                     bytes: hi - lo,
-                    issued_s: run.issued[flat],
+                    issued_s: run.issued[f],
                     start_s: d.start,
                     src_done_s: d.src_done,
                     end_s: d.time,
@@ -184,13 +167,5 @@ pub(crate) fn run(topo: &Topology, plan: &Plan, bytes: u64, opts: &SimOptions) -
             return Err(SimError(format!("plan leaves rank {r} without segment data")));
         }
     }
-    let time_s = run.done.iter().copied().fold(0.0, f64::max);
-    let links = if opts.record { sim.usage() } else { Vec::new() };
-    Ok(SimResult {
-        time_s,
-        rank_done_s: run.done,
-        transfers,
-        links,
-        stats: sim.stats(),
-    })
+    Ok(finish(sim, run.done, transfers, opts.record))
 }

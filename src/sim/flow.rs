@@ -298,6 +298,18 @@ impl FlowSim {
         self.audit = on;
     }
 
+    /// Solve the rates of everything sent so far without advancing time.
+    pub fn settle(&mut self) {
+        if self.dirty {
+            self.resolve();
+        }
+    }
+
+    /// Current rate (B/s) of every flow that is sending, with its tag.
+    pub fn rates(&self) -> Vec<(u64, f64)> {
+        self.flows.iter().filter(|f| f.live).map(|f| (f.tag, f.rate)).collect()
+    }
+
     /// Current simulated time (seconds).
     pub fn now(&self) -> f64 {
         self.now
@@ -829,18 +841,8 @@ impl FlowSim {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::sim::tests::star;
     use crate::topology::{Duplex, LinkDir, TopologyBuilder, VertexKind};
-
-    /// Star: ranks 0..n on one switch, each link (latency, bandwidth).
-    fn star(links: &[(f64, f64)]) -> Topology {
-        let mut b = TopologyBuilder::new();
-        let sw = b.vertex("sw", VertexKind::Switch);
-        for (i, &(lat, bw)) in links.iter().enumerate() {
-            let r = b.rank(i as u32);
-            b.link(r, sw, lat, bw);
-        }
-        b.build().unwrap()
-    }
 
     fn run(sim: &mut FlowSim) -> Vec<Delivery> {
         let mut all = Vec::new();

@@ -31,6 +31,8 @@ pub mod maxmin;
 mod network;
 pub mod placement;
 pub mod smpi;
+#[cfg(test)]
+mod tests;
 
 use crate::plan::{Plan, SegRange};
 use crate::topology::Topology;
@@ -101,6 +103,57 @@ impl std::fmt::Display for SimError {
     }
 }
 impl std::error::Error for SimError {}
+
+/// Flat numbering of per-rank op lists (the engine tag of item i of rank r is `base[r] + i`),
+/// the owner of every flat item, and a FIFO channel per ordered pair that exchanges messages,
+/// numbered densely so the engine's channel table stays as small as the pattern.
+pub(crate) struct FlatOps {
+    pub base: Vec<usize>,
+    pub owner: Vec<u32>,
+    /// Channel of every flat item that is a send (`u32::MAX` otherwise).
+    pub channel: Vec<u32>,
+}
+
+impl FlatOps {
+    pub fn new<T>(lists: &[Vec<T>], send_peer: impl Fn(&T) -> Option<u32>) -> FlatOps {
+        let mut base = Vec::with_capacity(lists.len() + 1);
+        let mut total = 0;
+        for l in lists {
+            base.push(total);
+            total += l.len();
+        }
+        base.push(total);
+        let mut owner = vec![0u32; total];
+        let mut channel = vec![u32::MAX; total];
+        let mut ids: std::collections::HashMap<u64, u32> = std::collections::HashMap::new();
+        for (r, l) in lists.iter().enumerate() {
+            owner[base[r]..base[r + 1]].fill(r as u32);
+            for (i, item) in l.iter().enumerate() {
+                if let Some(p) = send_peer(item) {
+                    let next = ids.len() as u32;
+                    channel[base[r] + i] = *ids.entry((r as u64) << 32 | p as u64).or_insert(next);
+                }
+            }
+        }
+        FlatOps { base, owner, channel }
+    }
+}
+
+/// Assemble a result once the engine has drained.
+pub(crate) fn finish(
+    mut sim: FlowSim,
+    rank_done_s: Vec<f64>,
+    transfers: Vec<TransferRecord>,
+    record: bool,
+) -> SimResult {
+    SimResult {
+        time_s: rank_done_s.iter().copied().fold(0.0, f64::max),
+        links: if record { sim.usage() } else { Vec::new() },
+        rank_done_s,
+        transfers,
+        stats: sim.stats(),
+    }
+}
 
 /// Simulate `plan` broadcasting `bytes` on `topo` (ranks of the plan = rank leaves of `topo`,
 /// mapped through [`SimOptions::placement`]).

@@ -1,3 +1,4 @@
 //! Small shared helpers.
 
+pub mod bytes;
 pub mod rng;
