@@ -94,6 +94,7 @@ pub fn simulate_messages(topo: &Topology, sends: &[Vec<(u32, u64)>], opts: &SimO
     let flat = FlatOps::new(sends, |&(d, _)| Some(d));
     let mut sim = FlowSim::new(topo);
     sim.set_audit(opts.audit);
+    sim.set_full_resolve(opts.full_resolve);
     let mut next = vec![0usize; n];
     let issue = |r: usize, sim: &mut FlowSim, next: &mut [usize]| {
         let (dst, b) = sends[r][next[r]];

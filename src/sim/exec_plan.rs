@@ -113,6 +113,7 @@ pub(crate) fn run(topo: &Topology, plan: &Plan, bytes: u64, opts: &SimOptions) -
     };
     let mut sim = FlowSim::new(topo);
     sim.set_audit(opts.audit);
+    sim.set_full_resolve(opts.full_resolve);
     for r in 0..n {
         run.advance_rank(r, &mut sim);
     }

@@ -43,6 +43,7 @@
 //! they touch; typically a handful. Memory is O(links + concurrent flows x path length); flow
 //! slots, per-link lists and solver scratch are reused, so the steady state allocates nothing.
 
+use super::iheap::IndexedHeap;
 use super::maxmin::Level;
 use super::network::{Network, PathHop, NONE};
 use crate::topology::{Topology, VertexId};
@@ -94,8 +95,6 @@ struct Flow {
     cap: f64,
     /// Resource the flow is bottlenecked at (`BN_CAP`, or `NONE` when unbounded).
     bn: u32,
-    /// Bumped on every rate change and slot reuse: invalidates stale `SrcDone` events.
-    stamp: u32,
     /// Bumped on slot reuse: invalidates stale `Head` events.
     occ: u32,
     tag: u64,
@@ -106,6 +105,8 @@ struct Flow {
     x_new: f64,
     bn_new: u32,
     frozen: bool,
+    /// Position in `w` during a fill.
+    wpos: u32,
 }
 
 #[derive(Clone, Debug, Default)]
@@ -123,6 +124,8 @@ struct Resource {
     // Solver scratch.
     lmark: u64,
     local: u32,
+    /// `gen + 1` of the re-solve it is queued for in `loosened`.
+    loose: u64,
 }
 
 impl Resource {
@@ -132,10 +135,12 @@ impl Resource {
             self.t_load = now;
         }
     }
-    fn set_load(&mut self, now: f64, load: f64) {
+    /// Set the allocated load at `now`. Transient values between a presence change and the
+    /// re-solve at the same instant are not recorded as peaks; only settled ones are.
+    fn set_load(&mut self, now: f64, load: f64, settled: bool) {
         self.account(now);
         self.load = if self.present.is_empty() { 0.0 } else { load.max(0.0) };
-        if self.load > self.peak {
+        if settled && self.load > self.peak {
             self.peak = self.load;
         }
     }
@@ -143,9 +148,14 @@ impl Resource {
 
 #[derive(Clone, Copy, Debug)]
 enum Ev {
-    Head { flow: u32, occ: u32 },
-    SrcDone { flow: u32, stamp: u32 },
-    Deliver(Delivery),
+    Head {
+        flow: u32,
+        occ: u32,
+    },
+    /// Index into `FlowSim::deliveries` (kept out of the heap to keep events small).
+    Deliver {
+        slot: u32,
+    },
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -195,6 +205,9 @@ struct LocalLink {
     avail: f64,
     frozen_sum: f64,
     fixed: f64,
+    cap: f64,
+    /// Filling round that last changed this link's level.
+    touch: u32,
     load_new: f64,
     max_w: f64,
     min_w_bn: f64,
@@ -209,7 +222,13 @@ pub struct EngineStats {
     /// Sum over re-solves of the number of flows re-filled.
     pub refilled: u64,
     pub full_resolves: u64,
+    /// Progressive fillings run (a re-solve runs one per expansion of its flow set).
+    pub fills: u64,
+    /// Flow-link incidences those fillings processed.
+    pub fill_incidences: u64,
     pub max_concurrent_flows: usize,
+    /// Approximate heap bytes of the engine's structures at their peak (they never shrink).
+    pub memory_bytes: usize,
 }
 
 /// Usage of one capacity resource over a run.
@@ -236,11 +255,17 @@ pub struct FlowSim {
     res: Vec<Resource>,
     channels: Vec<Channel>,
     events: BinaryHeap<Event>,
+    /// Predicted source-completion time of every sending flow with a positive rate.
+    done: IndexedHeap,
+    deliveries: Vec<Delivery>,
+    free_deliveries: Vec<u32>,
     seq: u64,
     now: f64,
     dirty: bool,
     live: usize,
     seeds: Vec<u32>,
+    /// Full links a flow left since the last re-solve.
+    loosened: Vec<u32>,
     // Solver scratch, reused across re-solves.
     gen: u64,
     lgen: u64,
@@ -248,11 +273,16 @@ pub struct FlowSim {
     locals: Vec<LocalLink>,
     adj_off: Vec<u32>,
     adj: Vec<u32>,
-    heap: BinaryHeap<Reverse<(Level, u32)>>,
+    heap_buf: Vec<Reverse<(Level, u32)>>,
+    inc: Vec<u32>,
+    w_off: Vec<u32>,
+    caps: Vec<(Level, u32)>,
+    touched: Vec<u32>,
     path: Vec<PathHop>,
     path_scratch: Vec<PathHop>,
     stats: EngineStats,
     audit: bool,
+    full: bool,
 }
 
 impl FlowSim {
@@ -273,22 +303,31 @@ impl FlowSim {
             res,
             channels: Vec::new(),
             events: BinaryHeap::new(),
+            done: IndexedHeap::default(),
+            deliveries: Vec::new(),
+            free_deliveries: Vec::new(),
             seq: 0,
             now: 0.0,
             dirty: false,
             live: 0,
             seeds: Vec::new(),
+            loosened: Vec::new(),
             gen: 0,
             lgen: 0,
             w: Vec::new(),
             locals: Vec::new(),
             adj_off: Vec::new(),
             adj: Vec::new(),
-            heap: BinaryHeap::new(),
+            heap_buf: Vec::new(),
+            inc: Vec::new(),
+            w_off: Vec::new(),
+            caps: Vec::new(),
+            touched: Vec::new(),
             path: Vec::new(),
             path_scratch: Vec::new(),
             stats: EngineStats::default(),
             audit: false,
+            full: false,
         }
     }
 
@@ -310,13 +349,22 @@ impl FlowSim {
         self.flows.iter().filter(|f| f.live).map(|f| (f.tag, f.rate)).collect()
     }
 
+    /// Re-fill every sending flow at every re-solve instead of only those an event can affect
+    /// (same results; the baseline the incremental solver is benchmarked against).
+    pub fn set_full_resolve(&mut self, on: bool) {
+        self.full = on;
+    }
+
     /// Current simulated time (seconds).
     pub fn now(&self) -> f64 {
         self.now
     }
 
     pub fn stats(&self) -> EngineStats {
-        self.stats
+        EngineStats {
+            memory_bytes: self.memory_bytes(),
+            ..self.stats
+        }
     }
 
     /// Per-resource usage so far.
@@ -361,10 +409,30 @@ impl FlowSim {
             + res
             + chans
             + self.events.capacity() * size_of::<Event>()
+            + self.done.capacity_bytes()
             + self.locals.capacity() * size_of::<LocalLink>()
             + (self.adj.capacity() + self.adj_off.capacity() + self.w.capacity() + self.seeds.capacity()) * 4
-            + self.heap.capacity() * size_of::<Reverse<(Level, u32)>>()
+            + self.heap_buf.capacity() * size_of::<Reverse<(Level, u32)>>()
+            + (self.inc.capacity() + self.w_off.capacity()) * 4
+            + self.caps.capacity() * size_of::<(Level, u32)>()
+            + self.touched.capacity() * 4
+            + self.deliveries.capacity() * size_of::<Delivery>()
+            + self.free_deliveries.capacity() * 4
             + self.net.num_resources() * 40
+    }
+
+    fn push_delivery(&mut self, d: Delivery) {
+        let slot = match self.free_deliveries.pop() {
+            Some(i) => {
+                self.deliveries[i as usize] = d;
+                i
+            }
+            None => {
+                self.deliveries.push(d);
+                (self.deliveries.len() - 1) as u32
+            }
+        };
+        self.push(d.time, Ev::Deliver { slot });
     }
 
     fn push(&mut self, t: f64, ev: Ev) {
@@ -406,7 +474,7 @@ impl FlowSim {
                 src_done: now,
                 time: now + latency,
             };
-            self.push(d.time, Ev::Deliver(d));
+            self.push_delivery(d);
             return;
         }
         let f = match self.free.pop() {
@@ -440,7 +508,6 @@ impl FlowSim {
         fl.rate = 0.0;
         fl.cap = cap;
         fl.bn = NONE;
-        fl.stamp = fl.stamp.wrapping_add(1);
         fl.occ = fl.occ.wrapping_add(1);
         fl.tag = p.tag;
         fl.channel = channel;
@@ -452,10 +519,16 @@ impl FlowSim {
 
     /// Mark present every hop whose head has arrived by now (at least the next one when
     /// `forced`: its `Head` event fired); schedule the next arrival.
+    ///
+    /// Fast path: a sending flow whose head reaches a link with spare capacity for its current
+    /// rate changes nothing — that link was nobody's bottleneck (it was not full) and the flow
+    /// keeps its own — so no re-solve is needed. Most arrivals in a broadcast are of this kind.
     fn arrive(&mut self, f: u32, forced: bool) {
         let fi = f as usize;
-        let mut reached = self.now - self.flows[fi].start;
+        let now = self.now;
+        let mut reached = now - self.flows[fi].start;
         let mut force = forced;
+        let mut needs_solve = !forced;
         loop {
             let a = self.flows[fi].arrived as usize;
             if a >= self.flows[fi].hops.len() {
@@ -470,18 +543,27 @@ impl FlowSim {
                 self.push(t, Ev::Head { flow: f, occ });
                 break;
             }
+            let rate = self.flows[fi].rate;
             let r = self.flows[fi].hops[a].res as usize;
-            self.flows[fi].hops[a].pos = self.res[r].present.len() as u32;
-            self.res[r].present.push((f, a as u32));
+            let res = &mut self.res[r];
+            let fits = rate > 0.0 && rate.is_finite() && res.cap - res.load >= rate * (1.0 - EPS);
+            needs_solve |= !fits;
+            self.flows[fi].hops[a].pos = res.present.len() as u32;
+            res.present.push((f, a as u32));
+            let load = res.load + if rate.is_finite() { rate } else { 0.0 };
+            res.set_load(now, load, fits);
             self.flows[fi].arrived += 1;
         }
-        self.seeds.push(f);
-        self.dirty = true;
+        if needs_solve {
+            self.seeds.push(f);
+            self.dirty = true;
+        }
     }
 
     /// The source has sent the last byte: leave every link, schedule the delivery, free the
     /// channel.
     fn finish_source(&mut self, f: u32) {
+        self.done.remove(f);
         let fi = f as usize;
         let now = self.now;
         let rate = self.flows[fi].rate;
@@ -492,20 +574,20 @@ impl FlowSim {
             if let Some(&(g, gh)) = r.present.get(pos as usize) {
                 self.flows[g as usize].hops[gh as usize].pos = pos;
             }
-            let load = if rate.is_finite() { r.load - rate } else { r.load };
-            r.set_load(now, load);
-            // Flows bottlenecked here may now speed up.
-            for &(g, _) in &self.res[res as usize].present {
-                if self.flows[g as usize].bn == res {
-                    self.seeds.push(g);
-                }
+            // If the link was full, flows bottlenecked on it may now speed up: look at it once
+            // per re-solve, however many flows leave it in this batch.
+            let full = r.cap.is_finite() && r.load >= r.cap * (1.0 - EPS);
+            if full && r.loose != self.gen + 1 {
+                r.loose = self.gen + 1;
+                self.loosened.push(res);
             }
+            let load = if rate.is_finite() { r.load - rate } else { r.load };
+            r.set_load(now, load, true);
             self.flows[fi].hops[h].pos = NONE;
         }
         let fl = &mut self.flows[fi];
         fl.live = false;
         fl.occ = fl.occ.wrapping_add(1);
-        fl.stamp = fl.stamp.wrapping_add(1);
         let d = Delivery {
             tag: fl.tag,
             start: fl.start,
@@ -515,7 +597,7 @@ impl FlowSim {
         let channel = fl.channel;
         self.live -= 1;
         self.free.push(f);
-        self.push(d.time, Ev::Deliver(d));
+        self.push_delivery(d);
         self.dirty = true;
         if channel != NONE {
             let ch = &mut self.channels[channel as usize];
@@ -533,17 +615,29 @@ impl FlowSim {
             if self.dirty {
                 self.resolve();
             }
-            let t0 = self.events.peek()?.t;
+            let te = self.events.peek().map(|e| e.t);
+            let td = self.done.peek().map(|d| d.0);
+            let t0 = match (te, td) {
+                (None, None) => return None,
+                (Some(a), Some(b)) => a.min(b),
+                (Some(a), None) | (None, Some(a)) => a,
+            };
             if t0 > self.now {
                 self.now = t0;
             }
             let limit = t0 + BATCH_TOL * t0.abs();
-            while let Some(e) = self.events.peek() {
-                if e.t > limit {
+            loop {
+                let te = self.events.peek().map_or(f64::INFINITY, |e| e.t);
+                let (td, flow) = self.done.peek().unwrap_or((f64::INFINITY, 0));
+                if te.min(td) > limit {
                     break;
                 }
-                let e = self.events.pop().expect("peeked");
                 self.stats.events += 1;
+                if td < te {
+                    self.finish_source(flow);
+                    continue;
+                }
+                let e = self.events.pop().expect("peeked");
                 match e.ev {
                     Ev::Head { flow, occ } => {
                         let fl = &self.flows[flow as usize];
@@ -551,13 +645,10 @@ impl FlowSim {
                             self.arrive(flow, true);
                         }
                     }
-                    Ev::SrcDone { flow, stamp } => {
-                        let fl = &self.flows[flow as usize];
-                        if fl.live && fl.stamp == stamp {
-                            self.finish_source(flow);
-                        }
+                    Ev::Deliver { slot } => {
+                        out.push(self.deliveries[slot as usize]);
+                        self.free_deliveries.push(slot);
                     }
-                    Ev::Deliver(d) => out.push(d),
                 }
             }
             if !out.is_empty() {
@@ -582,6 +673,20 @@ impl FlowSim {
             }
         }
         self.seeds.clear();
+        for i in 0..self.loosened.len() {
+            let r = self.loosened[i];
+            for &(g, _) in &self.res[r as usize].present {
+                let gl = &mut self.flows[g as usize];
+                if gl.bn == r && gl.mark != gen {
+                    gl.mark = gen;
+                    self.w.push(g);
+                }
+            }
+        }
+        self.loosened.clear();
+        if self.full && !self.w.is_empty() {
+            self.add_all_live();
+        }
         if self.w.is_empty() {
             return;
         }
@@ -595,13 +700,7 @@ impl FlowSim {
             expansions += 1;
             if expansions >= MAX_EXPANSIONS {
                 self.stats.full_resolves += 1;
-                for f in 0..self.flows.len() {
-                    let fl = &mut self.flows[f];
-                    if fl.live && fl.mark != gen {
-                        fl.mark = gen;
-                        self.w.push(f as u32);
-                    }
-                }
+                self.add_all_live();
                 self.solve_w();
                 break;
             }
@@ -613,14 +712,35 @@ impl FlowSim {
         }
     }
 
+    fn add_all_live(&mut self) {
+        let gen = self.gen;
+        for f in 0..self.flows.len() {
+            let fl = &mut self.flows[f];
+            if fl.live && fl.mark != gen {
+                fl.mark = gen;
+                self.w.push(f as u32);
+            }
+        }
+    }
+
     /// Progressive filling of the flows in `w`, the other flows' rates held fixed.
+    ///
+    /// One pass over the W flows' hops maps each incidence to a dense local link index
+    /// (`inc`); every later pass works on those arrays only, so the engine's large per-link
+    /// records are touched once per incidence.
     fn solve_w(&mut self) {
         self.lgen += 1;
-        let (gen, lgen) = (self.gen, self.lgen);
+        let lgen = self.lgen;
         self.locals.clear();
-        // Local links and how many W flows cross each.
-        for &f in &self.w {
-            let fl = &self.flows[f as usize];
+        self.inc.clear();
+        self.w_off.clear();
+        // Local links, how many W flows cross each, and the load the other flows put on it
+        // (the link's load minus the W flows' current rates: no scan of the link's flows).
+        for (wi, &f) in self.w.iter().enumerate() {
+            self.w_off.push(self.inc.len() as u32);
+            let fl = &mut self.flows[f as usize];
+            fl.wpos = wi as u32;
+            let old = if fl.rate.is_finite() { fl.rate } else { 0.0 };
             for h in &fl.hops[..fl.arrived as usize] {
                 let r = &mut self.res[h.res as usize];
                 if r.lmark != lgen {
@@ -628,141 +748,179 @@ impl FlowSim {
                     r.local = self.locals.len() as u32;
                     self.locals.push(LocalLink {
                         res: h.res,
+                        cap: r.cap,
+                        fixed: r.load,
                         ..LocalLink::default()
                     });
                 }
-                self.locals[r.local as usize].cnt += 1;
+                let j = r.local;
+                let l = &mut self.locals[j as usize];
+                l.cnt += 1;
+                l.fixed -= old;
+                self.inc.push(j);
             }
         }
-        // CSR adjacency local link -> W flows.
+        self.w_off.push(self.inc.len() as u32);
+        // CSR adjacency local link -> W positions.
         self.adj_off.clear();
         let mut acc = 0u32;
-        for l in &self.locals {
+        for l in self.locals.iter_mut() {
             self.adj_off.push(acc);
             acc += l.cnt;
+            l.unfrozen = 0; // fill cursor
         }
         self.adj_off.push(acc);
+        self.stats.fills += 1;
+        self.stats.fill_incidences += acc as u64;
         self.adj.clear();
         self.adj.resize(acc as usize, 0);
-        for l in self.locals.iter_mut() {
-            l.unfrozen = 0; // reused as fill cursor below
-        }
-        for &f in &self.w {
-            let fl = &self.flows[f as usize];
-            for h in &fl.hops[..fl.arrived as usize] {
-                let j = self.res[h.res as usize].local as usize;
-                let k = self.adj_off[j] + self.locals[j].unfrozen;
-                self.adj[k as usize] = f;
+        for wi in 0..self.w.len() {
+            for k in self.w_off[wi]..self.w_off[wi + 1] {
+                let j = self.inc[k as usize] as usize;
+                let at = self.adj_off[j] + self.locals[j].unfrozen;
+                self.adj[at as usize] = wi as u32;
                 self.locals[j].unfrozen += 1;
             }
         }
-        // Capacity left by the fixed flows.
-        self.heap.clear();
+        let mut start = Vec::new();
+        std::mem::swap(&mut start, &mut self.heap_buf);
+        start.clear();
         for (j, l) in self.locals.iter_mut().enumerate() {
-            let r = &self.res[l.res as usize];
-            let mut fixed = 0.0;
-            for &(g, _) in &r.present {
-                let gl = &self.flows[g as usize];
-                if gl.mark != gen {
-                    fixed += gl.rate;
-                }
-            }
-            l.fixed = fixed;
-            l.avail = (r.cap - fixed).max(0.0);
+            l.avail = (l.cap - l.fixed).max(0.0);
             l.unfrozen = l.cnt;
             l.frozen_sum = 0.0;
-            if r.cap.is_finite() {
-                self.heap.push(Reverse((Level(l.avail / l.cnt as f64), j as u32)));
+            l.touch = 0;
+            if l.cap.is_finite() {
+                start.push(Reverse((Level(l.avail / l.cnt as f64), j as u32)));
             }
         }
-        let nloc = self.locals.len() as u32;
-        for &f in &self.w {
+        // Heapify in O(links) instead of pushing one by one.
+        let mut heap = BinaryHeap::from(start);
+        // Per-flow caps, merged in ascending order with the link levels.
+        self.caps.clear();
+        for (wi, &f) in self.w.iter().enumerate() {
             let fl = &mut self.flows[f as usize];
             fl.frozen = false;
             fl.x_new = f64::INFINITY;
             fl.bn_new = NONE;
             if fl.cap.is_finite() {
-                self.heap.push(Reverse((Level(fl.cap), nloc + f)));
+                self.caps.push((Level(fl.cap), wi as u32));
             }
         }
-        // Raise the water level.
-        while let Some(Reverse((Level(level), key))) = self.heap.pop() {
-            if key < nloc {
-                let j = key as usize;
-                let l = self.locals[j];
-                if l.unfrozen == 0 {
-                    continue;
-                }
-                let cur = (l.avail - l.frozen_sum).max(0.0) / l.unfrozen as f64;
-                if cur != level {
-                    continue; // stale: a fresher entry is in the heap
-                }
-                for k in self.adj_off[j]..self.adj_off[j + 1] {
-                    let f = self.adj[k as usize];
-                    if !self.flows[f as usize].frozen {
-                        self.freeze(f, level, l.res);
+        self.caps.sort_unstable();
+        let mut ci = 0;
+        let mut round = 0u32;
+        loop {
+            // Next valid link level (stale entries: a fresher one was pushed since).
+            let link = loop {
+                match heap.peek() {
+                    None => break None,
+                    Some(&Reverse((Level(level), j))) => {
+                        let l = &self.locals[j as usize];
+                        if l.unfrozen > 0 && (l.avail - l.frozen_sum).max(0.0) / l.unfrozen as f64 == level {
+                            break Some((level, j));
+                        }
+                        heap.pop();
                     }
                 }
-            } else {
-                let f = key - nloc;
-                if !self.flows[f as usize].frozen {
-                    self.freeze(f, level, BN_CAP);
+            };
+            let cap = self.caps.get(ci).map(|&(Level(c), wi)| (c, wi));
+            round += 1;
+            match (link, cap) {
+                (None, None) => break,
+                (_, Some((c, wi))) if link.map_or(true, |(level, _)| c <= level) => {
+                    ci += 1;
+                    self.freeze(wi, c, BN_CAP, round);
+                }
+                (Some((level, j)), _) => {
+                    heap.pop();
+                    let (lo, hi) = (self.adj_off[j as usize], self.adj_off[j as usize + 1]);
+                    let res = self.locals[j as usize].res;
+                    for k in lo..hi {
+                        let wi = self.adj[k as usize];
+                        self.freeze(wi, level, res, round);
+                    }
+                }
+                (None, Some(_)) => unreachable!("handled by the cap arm"),
+            }
+            // One fresh heap entry per link whose level moved in this round.
+            for &j in &self.touched {
+                let l = &self.locals[j as usize];
+                if l.unfrozen > 0 {
+                    let share = (l.avail - l.frozen_sum).max(0.0) / l.unfrozen as f64;
+                    heap.push(Reverse((Level(share), j)));
                 }
             }
+            self.touched.clear();
         }
+        self.heap_buf = heap.into_vec();
         // Summaries for the optimality check.
         for l in self.locals.iter_mut() {
             l.load_new = l.fixed;
             l.max_w = 0.0;
             l.min_w_bn = f64::INFINITY;
         }
-        for &f in &self.w {
+        for (wi, &f) in self.w.iter().enumerate() {
             let fl = &self.flows[f as usize];
-            for h in &fl.hops[..fl.arrived as usize] {
-                let l = &mut self.locals[self.res[h.res as usize].local as usize];
-                l.load_new += fl.x_new;
+            for k in self.w_off[wi]..self.w_off[wi + 1] {
+                let l = &mut self.locals[self.inc[k as usize] as usize];
+                if fl.x_new.is_finite() {
+                    l.load_new += fl.x_new;
+                }
                 l.max_w = l.max_w.max(fl.x_new);
-                if fl.bn_new == h.res {
+                if fl.bn_new == l.res {
                     l.min_w_bn = l.min_w_bn.min(fl.x_new);
                 }
             }
         }
     }
 
-    fn freeze(&mut self, f: u32, level: f64, bn: u32) {
-        let fl = &mut self.flows[f as usize];
+    /// Freeze the W flow at position `wi` at `level` (bottlenecked at `bn`), if not yet frozen.
+    fn freeze(&mut self, wi: u32, level: f64, bn: u32, round: u32) {
+        let fl = &mut self.flows[self.w[wi as usize] as usize];
+        if fl.frozen {
+            return;
+        }
         fl.frozen = true;
         fl.x_new = level;
         fl.bn_new = bn;
-        let fl = &self.flows[f as usize];
-        for h in &fl.hops[..fl.arrived as usize] {
-            let j = self.res[h.res as usize].local as usize;
-            let l = &mut self.locals[j];
+        for k in self.w_off[wi as usize]..self.w_off[wi as usize + 1] {
+            let j = self.inc[k as usize];
+            let l = &mut self.locals[j as usize];
             l.frozen_sum += level;
             l.unfrozen -= 1;
-            if l.unfrozen > 0 && self.res[h.res as usize].cap.is_finite() {
-                let share = (l.avail - l.frozen_sum).max(0.0) / l.unfrozen as f64;
-                self.heap.push(Reverse((Level(share), j as u32)));
+            if l.touch != round && l.cap.is_finite() {
+                l.touch = round;
+                self.touched.push(j);
             }
         }
     }
 
     /// Max-min optimality on every link the W flows touch: each fixed flow bottlenecked there
     /// must still be on a full link with the largest rate, and no fixed flow may exceed a W flow
-    /// bottlenecked there. Violators join W. Returns whether W grew.
+    /// bottlenecked there. Violators join W. Returns whether W grew. Links that were not full
+    /// before and are not full now cannot hold a violation (only full links are bottlenecks),
+    /// so their flows are not scanned.
     fn expand_w(&mut self) -> bool {
         let gen = self.gen;
         let mut grew = false;
         for j in 0..self.locals.len() {
             let l = self.locals[j];
             let r = &self.res[l.res as usize];
-            let sat = r.cap.is_finite() && l.load_new >= r.cap * (1.0 - EPS);
+            if !r.cap.is_finite() {
+                continue;
+            }
+            let full_now = l.load_new >= r.cap * (1.0 - EPS);
+            let full_before = r.load >= r.cap * (1.0 - EPS);
+            if !full_now && !full_before {
+                continue;
+            }
             for &(g, _) in &r.present {
                 let gl = &mut self.flows[g as usize];
                 if gl.mark == gen {
                     continue;
                 }
-                let starved = gl.bn == l.res && (!sat || gl.rate < l.max_w * (1.0 - EPS));
+                let starved = gl.bn == l.res && (!full_now || gl.rate < l.max_w * (1.0 - EPS));
                 let greedy = gl.rate > l.min_w_bn * (1.0 + EPS);
                 if starved || greedy {
                     gl.mark = gen;
@@ -788,8 +946,6 @@ impl FlowSim {
             }
             fl.t_upd = now;
             fl.rate = fl.x_new;
-            fl.stamp = fl.stamp.wrapping_add(1);
-            let stamp = fl.stamp;
             let done = if fl.rate.is_infinite() || fl.left <= 0.0 {
                 Some(now)
             } else if fl.rate > 0.0 {
@@ -797,13 +953,14 @@ impl FlowSim {
             } else {
                 None
             };
-            if let Some(t) = done {
-                self.push(t, Ev::SrcDone { flow: f, stamp });
+            match done {
+                Some(t) => self.done.set(f, t),
+                None => self.done.remove(f),
             }
         }
         for j in 0..self.locals.len() {
             let l = self.locals[j];
-            self.res[l.res as usize].set_load(now, l.load_new);
+            self.res[l.res as usize].set_load(now, l.load_new, true);
         }
     }
 
@@ -829,6 +986,13 @@ impl FlowSim {
         }
         for (k, r) in self.res.iter().enumerate() {
             let load: f64 = r.present.iter().map(|&(g, _)| self.flows[g as usize].rate).sum();
+            if load.is_finite() {
+                assert!(
+                    (load - r.load).abs() <= 1e-9 * r.cap.min(1e300).max(load),
+                    "audit: resource {k} books load {} but its flows carry {load}",
+                    r.load
+                );
+            }
             assert!(
                 load <= r.cap * (1.0 + 1e-9),
                 "audit: resource {k} carries {load} > capacity {}",

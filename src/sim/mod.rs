@@ -27,6 +27,7 @@ pub mod alltoall;
 pub mod baselines;
 mod exec_plan;
 pub mod flow;
+mod iheap;
 pub mod maxmin;
 mod network;
 pub mod placement;
@@ -56,6 +57,9 @@ pub struct SimOptions {
     /// Check every rate re-solve against the reference max-min solver and every link against
     /// its capacity (slow; for tests). A violation panics.
     pub audit: bool,
+    /// Re-fill every flow at every event instead of only the affected ones (identical results;
+    /// the baseline `examples/bench_sim.rs` measures the incremental solver against).
+    pub full_resolve: bool,
 }
 
 /// One point-to-point transfer of a simulated run.
