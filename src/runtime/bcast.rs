@@ -60,16 +60,17 @@ pub unsafe fn bcast(
         }
         Ok(layout) => run(&mut st, seq, buf, count as u64, datatype, &layout, root as u32),
     };
-    profile::record(
-        &mut st,
-        site,
-        root as u32,
-        bytes,
-        t0,
-        crate::exec::raw::wtime(),
-        result.is_ok(),
-        seq,
-    );
+    let t1 = crate::exec::raw::wtime();
+    profile::record(&mut st, site, root as u32, bytes, t0, t1, result.is_ok(), seq);
+    if profile::compare_due(&st, seq) && profile::all_ok(st.comm, result.is_ok() && count <= i32::MAX as i64) {
+        // Every rank succeeded, so sizes agree: time MPI_Bcast on the same (now identical) data.
+        let m0 = crate::exec::raw::wtime();
+        let rc = mpi::ffi::PMPI_Bcast(buf, count as std::os::raw::c_int, datatype, root, st.comm);
+        let m1 = crate::exec::raw::wtime();
+        if rc == mpi::ffi::MPI_SUCCESS as std::os::raw::c_int {
+            profile::record_compare(&mut st, site, t1 - t0, m1 - m0);
+        }
+    }
     result
 }
 

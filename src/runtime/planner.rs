@@ -73,6 +73,19 @@ impl Planner {
         LocalPlan::from_plan(&self.plan(root, class), me)
     }
 
+    /// Algorithm name and predicted per-rank completion times (seconds after the root starts) of
+    /// the plan for `bytes` from `root`, when a network model is known.
+    pub fn predict_arrivals(&self, root: u32, bytes: u64) -> (String, Option<Vec<f64>>) {
+        let p = self.plan(root, crate::plan::size_class(bytes));
+        (p.info.algorithm.clone(), None)
+    }
+
+    /// Predicted completion time of a broadcast of `bytes` from `root`, when a network model is
+    /// known.
+    pub fn predict_time(&self, _root: u32, _bytes: u64) -> Option<crate::profile::report::Predicted> {
+        None
+    }
+
     /// The plan poison travels along when the root itself cannot take part (its own arguments
     /// are bad): a binomial tree, so every rank learns of the failure in log2(n) steps.
     pub fn poison_plan(&self, me: u32, root: u32) -> LocalPlan {

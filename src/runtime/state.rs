@@ -43,6 +43,8 @@ pub struct CommState {
     pub config: &'static Config,
     /// Reused buffers of the executor.
     pub scratch: crate::exec::engine::Scratch,
+    /// Per-call-site profile of this communicator.
+    pub profile: crate::profile::CommProfile,
 }
 
 impl CommState {
@@ -145,19 +147,33 @@ unsafe extern "C" fn delete_state(_comm: MPI_Comm, _kv: c_int, val: *mut c_void,
     ffi::MPI_SUCCESS as c_int
 }
 
-/// Finalize hook (attribute on `MPI_COMM_SELF`): release every live state, then write profiles.
+/// Finalize hook (attribute on `MPI_COMM_SELF`): gather profiles and release every live state.
+/// States are visited in creation order (the same on every rank, because creation is
+/// collective); the world communicator's state goes last so it can carry the final gather.
 unsafe extern "C" fn finalize_hook(_comm: MPI_Comm, _kv: c_int, _val: *mut c_void, _extra: *mut c_void) -> c_int {
     let r = std::panic::catch_unwind(|| {
         let addrs: Vec<usize> = std::mem::take(&mut *live().lock().unwrap_or_else(|p| p.into_inner()));
+        let mut world: Option<&Slot> = None;
         for a in addrs {
             // SAFETY: addresses in LIVE are Boxes owned by attributes that MPI has not deleted
             // yet; we only release MPI resources and leave the Box to the delete callback.
             let slot = &*(a as *const Slot);
             let mut st = slot.lock().unwrap_or_else(|p| p.into_inner());
+            if st.profile.is_world {
+                world = Some(slot);
+                continue;
+            }
             crate::profile::on_comm_free(&mut st);
             st.release();
         }
-        crate::profile::on_finalize();
+        match world {
+            Some(slot) => {
+                let mut st = slot.lock().unwrap_or_else(|p| p.into_inner());
+                crate::profile::on_finalize_world(Some(&mut st));
+                st.release();
+            }
+            None => crate::profile::on_finalize_world(None),
+        }
     });
     if r.is_err() {
         log::error!("panic in treecast's finalize hook");
@@ -270,6 +286,7 @@ unsafe fn create(user: MPI_Comm) -> Result<CommState> {
         32767
     };
     let planner = Planner::create(dup, rank, size, cfg)?;
+    let profile = profile_setup(user, dup, size, cfg)?;
     let comm = dup_guard.take();
     log::info!(
         "treecast: communicator of {size} ranks ready in {:.3} ms (planner: {})",
@@ -288,6 +305,42 @@ unsafe fn create(user: MPI_Comm) -> Result<CommState> {
         released: false,
         config: cfg,
         scratch: Default::default(),
+        profile,
+    })
+}
+
+/// Profiling is on for a communicator only if every rank has it configured (agreed with an
+/// allreduce), so a variable missing on some ranks cannot make later gathers hang.
+unsafe fn profile_setup(user: MPI_Comm, dup: MPI_Comm, size: u32, cfg: &Config) -> Result<crate::profile::CommProfile> {
+    static COUNTER: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let mine: c_int = cfg.profile_path.is_some() as c_int;
+    let mut all: c_int = 0;
+    check(
+        ffi::PMPI_Allreduce(
+            &mine as *const c_int as *const c_void,
+            &mut all as *mut c_int as *mut c_void,
+            1,
+            ffi::RSMPI_INT32_T,
+            ffi::RSMPI_MIN,
+            dup,
+        ),
+        "MPI_Allreduce",
+    )?;
+    if mine != 0 && all == 0 {
+        log::warn!("TREECAST_PROFILE is not set on every rank of a communicator; profiling it is off");
+    }
+    let is_world = user == ffi::RSMPI_COMM_WORLD;
+    let k = COUNTER.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    Ok(crate::profile::CommProfile {
+        enabled: all != 0,
+        compare_every: cfg.profile_compare,
+        is_world,
+        label: if is_world {
+            "MPI_COMM_WORLD".into()
+        } else {
+            format!("communicator {k} ({size} ranks)")
+        },
+        ..Default::default()
     })
 }
 
