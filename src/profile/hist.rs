@@ -93,6 +93,12 @@ impl Histogram {
             return f64::NAN;
         }
         let target = ((q.clamp(0.0, 1.0) * self.count as f64).ceil() as u64).max(1);
+        if target >= self.count {
+            return self.max_s;
+        }
+        if target == 1 {
+            return self.min_s;
+        }
         let mut seen = 0;
         for (&b, &c) in &self.buckets {
             seen += c;
