@@ -91,3 +91,50 @@ fn profile_counts_calls_and_bytes_exactly() {
     assert_eq!((dups[0].sites[0].calls, dups[0].sites[0].bytes), (3, 24));
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn report_renders_a_profile_and_rejects_garbage() {
+    let dir = std::env::temp_dir().join(format!("treecast-report-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("p.json");
+    let out = mpirun(
+        3,
+        &example("check_bcast"),
+        &["profile"],
+        &[
+            ("TREECAST_PROFILE", path.to_str().unwrap()),
+            ("TREECAST_TIMEOUT", "120"),
+        ],
+        600,
+    );
+    assert_ok(&out, 1, "profile job");
+    let treecast = env!("CARGO_BIN_EXE_treecast");
+    let svg = dir.join("svg");
+    let out = std::process::Command::new(treecast)
+        .arg("report")
+        .arg(&path)
+        .arg("--svg")
+        .arg(&svg)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("MPI_COMM_WORLD (3 ranks)"), "{text}");
+    let row = text
+        .lines()
+        .find(|l| l.contains("check_bcast.rs:") && l.split_whitespace().nth(1) == Some("37"));
+    assert!(row.is_some(), "site A row with 37 calls:\n{text}");
+    let charts = std::fs::read_dir(&svg).unwrap().count();
+    assert!(charts >= 3, "{charts} charts");
+
+    std::fs::write(dir.join("bad.json"), "{\"version\": 1, \"world_size\": \"x\"}").unwrap();
+    let out = std::process::Command::new(treecast)
+        .arg("report")
+        .arg(dir.join("bad.json"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("bad.json") && err.lines().count() == 1, "{err}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -43,7 +43,8 @@ fn world_rank() -> i32 {
 /// Cristian's algorithm against rank 0: a few ping-pongs, keep the offset of the fastest.
 /// Returns this rank's offset (0 on rank 0).
 fn clock_offset(comm: MPI_Comm, rank: u32, size: u32, tag: c_int) -> crate::error::Result<f64> {
-    const ROUNDS: usize = 5;
+    // Enough rounds that one of them is rarely disturbed on a loaded node.
+    const ROUNDS: usize = 12;
     // SAFETY: blocking point-to-point on our duplicate communicator with a reserved tag.
     unsafe {
         let dt = ffi::RSMPI_DOUBLE;

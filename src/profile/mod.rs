@@ -15,6 +15,7 @@
 
 mod gather;
 pub mod hist;
+pub mod render;
 pub mod report;
 mod sites;
 

@@ -286,7 +286,7 @@ unsafe fn create(user: MPI_Comm) -> Result<CommState> {
         32767
     };
     let planner = Planner::create(dup, rank, size, cfg)?;
-    let profile = profile_setup(user, dup, size, cfg)?;
+    let profile = profile_setup(user, dup, cfg)?;
     let comm = dup_guard.take();
     log::info!(
         "treecast: communicator of {size} ranks ready in {:.3} ms (planner: {})",
@@ -311,7 +311,7 @@ unsafe fn create(user: MPI_Comm) -> Result<CommState> {
 
 /// Profiling is on for a communicator only if every rank has it configured (agreed with an
 /// allreduce), so a variable missing on some ranks cannot make later gathers hang.
-unsafe fn profile_setup(user: MPI_Comm, dup: MPI_Comm, size: u32, cfg: &Config) -> Result<crate::profile::CommProfile> {
+unsafe fn profile_setup(user: MPI_Comm, dup: MPI_Comm, cfg: &Config) -> Result<crate::profile::CommProfile> {
     static COUNTER: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
     let mine: c_int = cfg.profile_path.is_some() as c_int;
     let mut all: c_int = 0;
@@ -338,7 +338,12 @@ unsafe fn profile_setup(user: MPI_Comm, dup: MPI_Comm, size: u32, cfg: &Config) 
         label: if is_world {
             "MPI_COMM_WORLD".into()
         } else {
-            format!("communicator {k} ({size} ranks)")
+            // Only the label on the communicator's rank 0 is reported; the creation counter of
+            // that process and its world rank make it unique across the job.
+            format!(
+                "communicator {k} of world rank {}",
+                raw::comm_rank(ffi::RSMPI_COMM_WORLD).unwrap_or(-1)
+            )
         },
         ..Default::default()
     })
