@@ -1,7 +1,7 @@
 //! `treecast report`: an mpiP-style text table and SVG charts of a profile.
 
 use super::report::{CommReport, ProfileReport, SampleCall, SiteReport};
-use crate::util::svg::{fmt_time, ticks, Svg};
+use crate::util::svg::{fmt_time, ticks, Stroke, Svg};
 use std::fmt::Write;
 
 fn us(s: f64) -> String {
@@ -165,17 +165,17 @@ pub fn histogram_svg(title: &str, s: &SiteReport) -> String {
             Some(&format!("{} .. {}: {c}", fmt_time(a), fmt_time(b))),
         );
     }
-    svg.line(ml, mt + ph, ml + pw, mt + ph, "black", 1.0, false);
+    svg.line((ml, mt + ph), (ml + pw, mt + ph), Stroke::solid("black", 1.0));
     for m in [s.time.median_s, s.time.p99_s] {
         if m.is_finite() && m > 0.0 {
-            svg.line(x(m), mt, x(m), mt + ph, "#cc3311", 1.0, true);
+            svg.line((x(m), mt), (x(m), mt + ph), Stroke::dashed("#cc3311", 1.0));
         }
     }
     svg.text(x(s.time.median_s), mt - 4.0, 10.0, "middle", "median");
     for d in (lo.floor() as i32)..=(hi.ceil() as i32) {
         let t = 10f64.powi(d);
         if t.log10() >= lo && t.log10() <= hi {
-            svg.line(x(t), mt + ph, x(t), mt + ph + 5.0, "black", 1.0, false);
+            svg.line((x(t), mt + ph), (x(t), mt + ph + 5.0), Stroke::solid("black", 1.0));
             svg.text(x(t), mt + ph + 18.0, 10.0, "middle", &fmt_time(t));
         }
     }
@@ -211,7 +211,7 @@ pub fn predicted_vs_measured_svg(c: &CommReport) -> String {
     let ph = h - mb - mt;
     let y = |v: f64| mt + ph - v / maxv * ph;
     for t in ticks(0.0, maxv, 5) {
-        svg.line(ml - 4.0, y(t), w - 20.0, y(t), "#dddddd", 1.0, false);
+        svg.line((ml - 4.0, y(t)), (w - 20.0, y(t)), Stroke::solid("#dddddd", 1.0));
         svg.text(ml - 6.0, y(t) + 3.0, 10.0, "end", &fmt_time(t));
     }
     for (i, (s, (m, p))) in c.sites.iter().zip(&vals).enumerate() {
@@ -288,13 +288,13 @@ pub fn gantt_svg(title: &str, sc: &SampleCall, hosts: &[String]) -> String {
             )),
         );
         if let Some(p) = r.predicted_done_s {
-            svg.line(x(p), y0, x(p), y0 + row_h, "#cc3311", 2.0, false);
+            svg.line((x(p), y0), (x(p), y0 + row_h), Stroke::solid("#cc3311", 2.0));
         }
     }
     let axis_y = mt + rows * row_h + 4.0;
-    svg.line(ml, axis_y, ml + pw, axis_y, "black", 1.0, false);
+    svg.line((ml, axis_y), (ml + pw, axis_y), Stroke::solid("black", 1.0));
     for t in ticks(tmin, tmax, 6) {
-        svg.line(x(t), axis_y, x(t), axis_y + 4.0, "black", 1.0, false);
+        svg.line((x(t), axis_y), (x(t), axis_y + 4.0), Stroke::solid("black", 1.0));
         svg.text(x(t), axis_y + 16.0, 10.0, "middle", &fmt_time(t));
     }
     svg.text(

@@ -5,6 +5,35 @@
 
 use std::fmt::Write;
 
+/// How a line is drawn.
+#[derive(Clone, Copy, Debug)]
+pub struct Stroke<'a> {
+    pub color: &'a str,
+    pub width: f64,
+    pub dashed: bool,
+}
+
+impl<'a> Stroke<'a> {
+    pub fn solid(color: &'a str, width: f64) -> Self {
+        Stroke {
+            color,
+            width,
+            dashed: false,
+        }
+    }
+    pub fn dashed(color: &'a str, width: f64) -> Self {
+        Stroke {
+            color,
+            width,
+            dashed: true,
+        }
+    }
+    fn attrs(&self) -> String {
+        let dash = if self.dashed { r#" stroke-dasharray="6,4""# } else { "" };
+        format!(r#"stroke="{}" stroke-width="{}"{dash}"#, self.color, self.width)
+    }
+}
+
 /// An SVG document under construction.
 pub struct Svg {
     width: f64,
@@ -44,24 +73,24 @@ impl Svg {
         }
     }
 
-    pub fn line(&mut self, x1: f64, y1: f64, x2: f64, y2: f64, stroke: &str, width: f64, dashed: bool) {
-        let dash = if dashed { r#" stroke-dasharray="5,4""# } else { "" };
+    pub fn line(&mut self, (x1, y1): (f64, f64), (x2, y2): (f64, f64), stroke: Stroke) {
         let _ = writeln!(
             self.body,
-            r#"<line x1="{x1:.2}" y1="{y1:.2}" x2="{x2:.2}" y2="{y2:.2}" stroke="{stroke}" stroke-width="{width}"{dash}/>"#
+            r#"<line x1="{x1:.2}" y1="{y1:.2}" x2="{x2:.2}" y2="{y2:.2}" {}/>"#,
+            stroke.attrs()
         );
     }
 
-    pub fn polyline(&mut self, points: &[(f64, f64)], stroke: &str, width: f64, dashed: bool) {
+    pub fn polyline(&mut self, points: &[(f64, f64)], stroke: Stroke) {
         if points.is_empty() {
             return;
         }
         let pts: Vec<String> = points.iter().map(|(x, y)| format!("{x:.2},{y:.2}")).collect();
-        let dash = if dashed { r#" stroke-dasharray="6,4""# } else { "" };
         let _ = writeln!(
             self.body,
-            r#"<polyline points="{}" fill="none" stroke="{stroke}" stroke-width="{width}"{dash}/>"#,
-            pts.join(" ")
+            r#"<polyline points="{}" fill="none" {}/>"#,
+            pts.join(" "),
+            stroke.attrs()
         );
     }
 
@@ -91,7 +120,7 @@ impl Svg {
 
 /// "Nice" tick values covering [lo, hi] (about `n` of them).
 pub fn ticks(lo: f64, hi: f64, n: usize) -> Vec<f64> {
-    if !(hi > lo) || !lo.is_finite() || !hi.is_finite() {
+    if hi.partial_cmp(&lo) != Some(std::cmp::Ordering::Greater) || !lo.is_finite() || !hi.is_finite() {
         return vec![lo];
     }
     let raw = (hi - lo) / n.max(1) as f64;
