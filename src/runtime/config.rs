@@ -11,6 +11,7 @@
 //! | `TREECAST_TIMEOUT` | seconds without progress after which a broadcast gives up with an error | unset (wait) |
 //! | `TREECAST_PROFILE` | write a per-call-site profile (JSON) to this path at `MPI_Finalize` | unset |
 //! | `TREECAST_PROFILE_COMPARE` | with profiling, every Nth call also times `MPI_Bcast` on the same data | unset |
+//! | `TREECAST_VIRTUAL_HOSTS` | testing: pretend every N consecutive ranks form one host named `vhostK` | unset |
 
 use std::sync::OnceLock;
 
@@ -25,6 +26,8 @@ pub struct Config {
     pub timeout_s: Option<f64>,
     pub profile_path: Option<String>,
     pub profile_compare: Option<u64>,
+    /// Testing knob: group ranks into virtual hosts of this many consecutive ranks.
+    pub virtual_hosts: Option<u32>,
 }
 
 fn var(name: &str) -> Option<String> {
@@ -74,6 +77,7 @@ impl Config {
             timeout_s: parse_f64("TREECAST_TIMEOUT"),
             profile_path: var("TREECAST_PROFILE"),
             profile_compare: var("TREECAST_PROFILE_COMPARE").and_then(|v| v.parse().ok().filter(|&n: &u64| n > 0)),
+            virtual_hosts: var("TREECAST_VIRTUAL_HOSTS").and_then(|v| v.parse().ok().filter(|&n: &u32| n > 0)),
         }
     }
 }

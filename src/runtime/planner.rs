@@ -13,6 +13,10 @@ use mpi::ffi::MPI_Comm;
 /// Planning inputs of one communicator.
 pub struct Planner {
     nranks: u32,
+    /// Rank-level tree of the communicator, identical on every rank, if known.
+    topology: Option<std::sync::Arc<crate::topology::Topology>>,
+    /// Where the topology came from.
+    source: super::topo::Source,
     /// Forced algorithm (`TREECAST_ALGORITHM`), if any.
     algorithm: Option<String>,
     /// Forced segment size (`TREECAST_SEGMENT`), if any.
@@ -21,9 +25,24 @@ pub struct Planner {
 
 impl Planner {
     /// Collective over `comm` (all ranks call it during state creation).
-    pub fn create(_comm: MPI_Comm, _rank: u32, size: u32, cfg: &Config) -> Result<Planner> {
+    pub fn create(comm: MPI_Comm, rank: u32, size: u32, cfg: &Config) -> Result<Planner> {
+        let t0 = crate::exec::raw::wtime();
+        // SAFETY: comm is our valid duplicate; every rank calls this collectively.
+        let (topology, source) = unsafe { super::topo::acquire(comm, rank, size, cfg)? };
+        match &source {
+            super::topo::Source::Unavailable(why) if rank == 0 => {
+                log::warn!("treecast: no topology ({why}); plans ignore the network")
+            }
+            super::topo::Source::Unavailable(_) => {}
+            s => log::info!(
+                "treecast: topology from {s:?} in {:.3} s",
+                crate::exec::raw::wtime() - t0
+            ),
+        }
         Ok(Planner {
             nranks: size,
+            topology,
+            source,
             algorithm: cfg.algorithm.clone(),
             segment_bytes: cfg.segment_bytes,
         })
@@ -34,6 +53,21 @@ impl Planner {
             Some(a) => format!("forced {a}"),
             None => "topology-agnostic default".to_string(),
         }
+    }
+
+    /// The communicator's rank-level topology, if known.
+    pub fn topology(&self) -> Option<&crate::topology::Topology> {
+        self.topology.as_deref()
+    }
+
+    /// Shared handle to the topology.
+    pub fn topology_arc(&self) -> Option<std::sync::Arc<crate::topology::Topology>> {
+        self.topology.clone()
+    }
+
+    /// Where the topology came from.
+    pub fn source(&self) -> &super::topo::Source {
+        &self.source
     }
 
     /// The full plan for (root, size class).

@@ -10,6 +10,7 @@ mod cli_error;
 mod estimate;
 mod infer;
 mod plan;
+mod probe;
 mod report;
 mod simulate;
 mod topology;
@@ -39,6 +40,8 @@ enum Command {
     Estimate(estimate::Args),
     /// (under mpirun) topo_bcast vs MPI_Bcast median times and their ratio.
     Bench(bench::Args),
+    /// (under mpirun) The network tree of the live job: hosts, then file, cache or RTT probing.
+    Probe(probe::Args),
     /// Text table and SVG charts of a profile written by TREECAST_PROFILE.
     Report(report::Args),
     /// Generate model topologies and convert between topology formats.
@@ -55,6 +58,7 @@ fn main() {
         Command::Estimate(a) => estimate::run(a),
         Command::Bench(a) => bench::run(a),
         Command::Report(a) => report::run(a),
+        Command::Probe(a) => probe::run(a),
         Command::Topology(a) => topology::run(a),
     };
     if let Err(e) = result {
