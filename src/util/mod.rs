@@ -2,3 +2,4 @@
 
 pub mod bytes;
 pub mod rng;
+pub mod svg;
