@@ -34,20 +34,10 @@ fn var(name: &str) -> Option<String> {
     std::env::var(name).ok().filter(|v| !v.trim().is_empty())
 }
 
-/// Parse a byte size such as `4096`, `64KiB`, `4MiB`, `1GiB`, `16k`, `2M`.
+/// Parse a byte size such as `4096`, `64KiB`, `4MiB`, `1GiB`, `16k`, `2M` (see
+/// [`crate::util::bytes::parse_size`], which also says what is wrong).
 pub fn parse_bytes(s: &str) -> Option<u64> {
-    let s = s.trim();
-    let split = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
-    let (num, unit) = s.split_at(split);
-    let n: u64 = num.parse().ok()?;
-    let mult: u64 = match unit.trim().to_ascii_lowercase().as_str() {
-        "" | "b" => 1,
-        "k" | "kb" | "kib" => 1 << 10,
-        "m" | "mb" | "mib" => 1 << 20,
-        "g" | "gb" | "gib" => 1 << 30,
-        _ => return None,
-    };
-    n.checked_mul(mult)
+    crate::util::bytes::parse_size(s).ok()
 }
 
 impl Config {
@@ -111,7 +101,8 @@ mod tests {
         assert_eq!(parse_bytes("1GiB"), Some(1 << 30));
         assert_eq!(parse_bytes("12 kb"), Some(12 << 10));
         assert_eq!(parse_bytes("x"), None);
-        assert_eq!(parse_bytes("5TiB"), None);
+        assert_eq!(parse_bytes("5TiB"), Some(5 << 40));
+        assert_eq!(parse_bytes("5XiB"), None);
         assert_eq!(parse_bytes(""), None);
     }
 }

@@ -16,6 +16,7 @@
 //!   decision, a HAN-like two-level scheme, MPICH's topology-wave tree).
 //! * [`alltoall`]: all-to-all patterns (simple spread, pairwise exchange).
 //! * [`placement`]: which topology rank leaf each MPI rank runs on (block or random).
+//! * [`pattern`]: `bcast:root=R,bytes=N` / `alltoall:algo=A,bytes=N` as the CLI spells them.
 //! * [`smpi`]: SimGrid platform export for cross-validation against SMPI.
 //!
 //! Send semantics ([`SimOptions::blocking_sends`]): *non-blocking* (default) starts every
@@ -30,6 +31,7 @@ pub mod flow;
 mod iheap;
 pub mod maxmin;
 mod network;
+pub mod pattern;
 pub mod placement;
 pub mod smpi;
 #[cfg(test)]

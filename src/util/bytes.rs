@@ -1,8 +1,8 @@
-//! Human-readable byte sizes for command lines: `4MiB`, `64KiB`, `1000`, `1.5GiB`, `10MB`.
+//! Human-readable byte sizes for command lines and `TREECAST_*` variables: `4MiB`, `64KiB`,
+//! `1000`, `1.5GiB`, `16k`, `2M`.
 //!
-//! IEC suffixes (`KiB`, `MiB`, `GiB`, `TiB`) and bare `K`/`M`/`G`/`T` are powers of 1024, as in
-//! MPI benchmarks; SI suffixes with a `B` (`kB`/`KB`, `MB`, `GB`, `TB`) are powers of 1000. Case
-//! of the unit is ignored except that the `i` marks IEC.
+//! Every suffix is a power of 1024 (`k`, `kb`, `KiB` alike), as MPI benchmarks print message
+//! sizes; case is ignored.
 
 /// Parse a size in bytes. The result must be a whole number of bytes.
 pub fn parse_size(s: &str) -> Result<u64, String> {
@@ -14,19 +14,11 @@ pub fn parse_size(s: &str) -> Result<u64, String> {
     }
     let mult: u64 = match unit.trim().to_ascii_lowercase().as_str() {
         "" | "b" => 1,
-        "k" | "kib" => 1 << 10,
-        "m" | "mib" => 1 << 20,
-        "g" | "gib" => 1 << 30,
-        "t" | "tib" => 1 << 40,
-        "kb" => 1_000,
-        "mb" => 1_000_000,
-        "gb" => 1_000_000_000,
-        "tb" => 1_000_000_000_000,
-        u => {
-            return Err(format!(
-                "'{s}': unknown size unit '{u}' (use B, KiB, MiB, GiB, kB, MB, GB)"
-            ))
-        }
+        "k" | "kb" | "kib" => 1 << 10,
+        "m" | "mb" | "mib" => 1 << 20,
+        "g" | "gb" | "gib" => 1 << 30,
+        "t" | "tb" | "tib" => 1 << 40,
+        u => return Err(format!("'{s}': unknown size unit '{u}' (use B, KiB, MiB, GiB, TiB)")),
     };
     if let Ok(v) = num.parse::<u64>() {
         return v.checked_mul(mult).ok_or_else(|| format!("'{s}' is too large"));
@@ -55,7 +47,8 @@ mod tests {
         assert_eq!(parse_size("4MiB"), Ok(4 << 20));
         assert_eq!(parse_size("4M"), Ok(4 << 20));
         assert_eq!(parse_size("1.5KiB"), Ok(1536));
-        assert_eq!(parse_size("10MB"), Ok(10_000_000));
+        assert_eq!(parse_size("10MB"), Ok(10 << 20));
+        assert_eq!(parse_size("12 kb"), Ok(12 << 10));
         assert_eq!(parse_size(" 2 GiB "), Ok(2 << 30));
         assert_eq!(parse_size("0"), Ok(0));
         assert!(parse_size("1.3B").unwrap_err().contains("whole number"));
