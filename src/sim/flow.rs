@@ -828,7 +828,7 @@ impl FlowSim {
             round += 1;
             match (link, cap) {
                 (None, None) => break,
-                (_, Some((c, wi))) if link.map_or(true, |(level, _)| c <= level) => {
+                (_, Some((c, wi))) if !matches!(link, Some((level, _)) if c > level) => {
                     ci += 1;
                     self.freeze(wi, c, BN_CAP, round);
                 }
