@@ -6,7 +6,7 @@
 //! full and on which no flow gets more than it (or its own rate cap). MFS approximates this by
 //! iterating to a 1% threshold (mode N) or stops at the equal split (mode F); we solve it exactly.
 //!
-//! [`reference`] is a deliberately simple O(rounds x incidences) implementation with no
+//! [`reference()`] is a deliberately simple O(rounds x incidences) implementation with no
 //! incremental state. The engine (`flow.rs`) solves only the part of the network an event can
 //! change; tests check the two agree.
 
