@@ -1,1 +1,86 @@
-//! estimate (being written).
+//! Collective-time estimation from latency distributions (seed 000, extended to multi-stage plans).
+//!
+//! A collective finishes when its slowest receiver does, so its time is a *maximum* and is governed
+//! by the tail of the latency distribution: a normal model underestimates E[max] for many
+//! receivers when latencies are long-tailed (Pareto). This module is pure Rust (no MPI):
+//!
+//! - [`pareto`] / [`normal`]: the two latency models, their fits to a window of samples (Hill MLE
+//!   with the paper's degenerate cases; sample mean / sd) and closed forms for identical receivers
+//!   (E[max] via log-gamma, the paper's alternating sum Eq. 8 for comparison, quantiles of the max).
+//! - [`Marginal`]: one receiver's latency (Pareto, shifted or truncated Pareto, normal, point mass).
+//! - [`MaxOf`]: E[max] and quantiles of the maximum over heterogeneous receivers by adaptive
+//!   quadrature of `x_lo + ∫ (1 - Π F_j(x)) dx`, O(n) work per quadrature point.
+//! - [`plan_time`]: the completion-time distribution of a whole broadcast [`Plan`](crate::plan::Plan)
+//!   when every link's latency is random: a contention-free evaluator, Monte Carlo over the plan's
+//!   dependency graph, and a semi-analytic grid approximation; [`predict_plan_time`] is the entry
+//!   point the runtime profiler calls.
+//!
+//! Units: the closed forms and [`MaxOf`] are unit-free (give microseconds, get microseconds);
+//! everything that reads a [`Topology`](crate::topology::Topology) works in seconds.
+
+use std::fmt;
+
+mod fastmath;
+mod marginal;
+mod max_of;
+pub mod normal;
+pub mod pareto;
+mod quad;
+
+pub use marginal::Marginal;
+pub use max_of::{MaxDistribution, MaxOf};
+pub use normal::{fit_normal, Normal, NormalFit};
+pub use pareto::{fit_pareto, Pareto, ParetoFit};
+
+/// Fit both models to one window of latency samples (seconds) for a topology link.
+///
+/// The prober keeps the samples it takes per link and stores this on
+/// [`Link::latency_fit`](crate::topology::Link); [`plan_time`] reads it back. A model whose fit
+/// fails (e.g. a non-positive sample for Pareto) is left `None`.
+pub fn fit_latency(samples_s: &[f64]) -> crate::topology::LatencyFit {
+    crate::topology::LatencyFit {
+        pareto: fit_pareto(samples_s).ok().map(|f| (f.k, f.alpha)),
+        normal: fit_normal(samples_s).ok().map(|f| (f.mu, f.sigma)),
+        samples: samples_s.len().min(u32::MAX as usize) as u32,
+    }
+}
+
+/// Why an estimate could not be computed. One line, naming the parameter at fault.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct EstimateError(pub String);
+
+impl EstimateError {
+    pub(crate) fn new(msg: impl Into<String>) -> Self {
+        EstimateError(msg.into())
+    }
+}
+
+impl fmt::Display for EstimateError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for EstimateError {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fit_latency_fills_both_models() {
+        let s = [10e-6, 11e-6, 12e-6, 15e-6];
+        let f = fit_latency(&s);
+        assert_eq!(f.samples, 4);
+        let (k, a) = f.pareto.unwrap();
+        assert_eq!(k, 10e-6);
+        let want = 4.0 / [1.0f64, 1.1, 1.2, 1.5].iter().map(|r| r.ln()).sum::<f64>();
+        assert!((a - want).abs() < 1e-12 * want);
+        let (mu, sd) = f.normal.unwrap();
+        assert!((mu - 12e-6).abs() < 1e-18);
+        assert!(sd > 0.0);
+        // A non-positive sample rules out the Pareto model only.
+        let g = fit_latency(&[0.0, 1e-6]);
+        assert!(g.pareto.is_none() && g.normal.is_some());
+    }
+}
