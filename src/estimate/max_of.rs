@@ -182,15 +182,6 @@ impl MaxOf {
     }
 }
 
-/// `x` with `P(X > x) = delta` for tiny `delta` (no `1 - delta` rounding).
-fn upper_quantile(m: &Marginal, delta: f64) -> f64 {
-    match m {
-        Marginal::Pareto(p) => (p.shift + p.k * delta.powf(-1.0 / p.alpha)).min(p.cap.unwrap_or(f64::INFINITY)),
-        Marginal::Normal(n) => n.mu + n.sigma * std_inv_sf(delta),
-        Marginal::Point(v) => *v,
-    }
-}
-
 /// The natural length scale of a receiver, used to place `x_shift` below the range.
 fn scale_of(m: &Marginal) -> f64 {
     match m {
@@ -312,17 +303,17 @@ impl Prepared {
                 u_hi = u_hi.max(p.k.ln() - ln_delta / p.alpha);
             } else {
                 prep.direct_pareto.push(*p);
-                consider_x(upper_quantile(&Marginal::Pareto(*p), delta), &mut u_hi);
+                consider_x(Marginal::Pareto(*p).upper_quantile(delta), &mut u_hi);
             }
         }
         for n in &s.normal {
-            consider_x(upper_quantile(&Marginal::Normal(*n), delta), &mut u_hi);
+            consider_x(Marginal::Normal(*n).upper_quantile(delta), &mut u_hi);
         }
         for (m, c) in &s.counted {
             if let Marginal::Pareto(Pareto { cap: Some(x0), .. }) = m {
                 caps.push(*x0);
             }
-            consider_x(upper_quantile(m, delta / c), &mut u_hi);
+            consider_x(m.upper_quantile(delta / c), &mut u_hi);
         }
         // Padding lanes: q = fexp(-708) is flushed to 0.
         while alk.len() % LANES != 0 {

@@ -21,16 +21,24 @@
 use std::fmt;
 
 mod fastmath;
+mod grid;
 mod marginal;
 mod max_of;
 pub mod normal;
 pub mod pareto;
+mod plan_dag;
+pub mod plan_time;
 mod quad;
 
 pub use marginal::Marginal;
 pub use max_of::{MaxDistribution, MaxOf};
 pub use normal::{fit_normal, Normal, NormalFit};
 pub use pareto::{fit_pareto, Pareto, ParetoFit};
+pub use plan_dag::{evaluate_deterministic, DeterministicTimes};
+pub use plan_time::{
+    analytic_plan_time, monte_carlo_plan_time, predict_plan_time, AnalyticOptions, CompletionStats, LatencyFamily,
+    LinkLatencies, MaxRule, MonteCarloOptions, PlanPrediction, PlanTimeDistribution, PredictMethod, PredictOptions,
+};
 
 /// Fit both models to one window of latency samples (seconds) for a topology link.
 ///

@@ -126,7 +126,8 @@ impl Pareto {
             }
         }
     }
-    /// `∫_{[a,b)} x dF(x)` including the clip atom when it lies in `[a, b)`.
+    /// `∫_{(a,b]} x dF(x)` including the clip atom when it lies in `(a, b]` (the same half-open
+    /// convention as `cdf(b) - cdf(a)`).
     pub fn partial_expectation(&self, a: f64, b: f64) -> f64 {
         let lo = self.lower();
         let hi = self.cap_or_inf();
@@ -151,7 +152,7 @@ impl Pareto {
             sum += self.shift * (s1 - s2) + ey;
         }
         if let Some(x0) = self.cap {
-            if a <= x0 && x0 < b {
+            if a < x0 && x0 <= b {
                 sum += x0 * self.sf_below_cap(x0);
             }
         }
