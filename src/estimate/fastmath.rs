@@ -1,6 +1,6 @@
 //! A branch-free `exp` that the compiler can vectorise.
 //!
-//! Why: E[max] over 10,000 receivers evaluates one exponential per receiver per quadrature run;
+//! Why: E\[max\] over 10,000 receivers evaluates one exponential per receiver per quadrature run;
 //! the libm call cannot be vectorised and dominated the time. This version (range reduction by
 //! `ln 2`, degree-12 Taylor polynomial on |r| <= ln2/2, exponent assembled with integer bit
 //! arithmetic) has no branches or calls, so loops over receiver lanes compile to SIMD. Relative

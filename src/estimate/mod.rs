@@ -1,14 +1,14 @@
 //! Collective-time estimation from latency distributions (seed 000, extended to multi-stage plans).
 //!
 //! A collective finishes when its slowest receiver does, so its time is a *maximum* and is governed
-//! by the tail of the latency distribution: a normal model underestimates E[max] for many
+//! by the tail of the latency distribution: a normal model underestimates E\[max\] for many
 //! receivers when latencies are long-tailed (Pareto). This module is pure Rust (no MPI):
 //!
 //! - [`pareto`] / [`normal`]: the two latency models, their fits to a window of samples (Hill MLE
 //!   with the paper's degenerate cases; sample mean / sd) and closed forms for identical receivers
-//!   (E[max] via log-gamma, the paper's alternating sum Eq. 8 for comparison, quantiles of the max).
+//!   (E\[max\] via log-gamma, the paper's alternating sum Eq. 8 for comparison, quantiles of the max).
 //! - [`Marginal`]: one receiver's latency (Pareto, shifted or truncated Pareto, normal, point mass).
-//! - [`MaxOf`]: E[max] and quantiles of the maximum over heterogeneous receivers by adaptive
+//! - [`MaxOf`]: E\[max\] and quantiles of the maximum over heterogeneous receivers by adaptive
 //!   quadrature of `x_lo + ∫ (1 - Π F_j(x)) dx`, O(n) work per quadrature point.
 //! - [`plan_time`]: the completion-time distribution of a whole broadcast [`Plan`](crate::plan::Plan)
 //!   when every link's latency is random: a contention-free evaluator, Monte Carlo over the plan's
@@ -74,6 +74,30 @@ impl std::error::Error for EstimateError {}
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn fig4_pareto_overtakes_normal_and_the_gap_grows() {
+        // The paper's matched pairs (same mean and variance; Table 1 medians).
+        let pairs: [((f64, f64), (f64, f64)); 2] = [((44.3, 2.8), (41.7, 16.9)), ((42.5, 1.59), (41.0, 27.7))];
+        for ((mu, sigma), (k, alpha)) in pairs {
+            let pm = alpha * k / (alpha - 1.0);
+            let psd = k * (alpha / ((alpha - 1.0) * (alpha - 1.0) * (alpha - 2.0))).sqrt();
+            assert!((pm - mu).abs() < 0.05 && (psd - sigma).abs() < 0.05, "pair is matched");
+            // n = 2: the normal is still ahead (its E[max] is mu + sigma / sqrt(pi) exactly).
+            let n2 = normal::expected_max_iid(mu, sigma, 2.0).unwrap();
+            assert!((n2 - (mu + sigma / std::f64::consts::PI.sqrt())).abs() < 1e-7);
+            assert!(pareto::expected_max_iid(k, alpha, 2.0) < n2);
+            let mut prev_gap = 0.0;
+            for e in 2..=12 {
+                let n = f64::from(1u32 << e);
+                let gap = pareto::expected_max_iid(k, alpha, n) - normal::expected_max_iid(mu, sigma, n).unwrap();
+                assert!(gap > prev_gap, "n={n}: gap {gap} not above {prev_gap}");
+                prev_gap = gap;
+            }
+            // By n = 4096 the normal model underestimates by more than 15%.
+            assert!(prev_gap > 0.15 * normal::expected_max_iid(mu, sigma, 4096.0).unwrap());
+        }
+    }
 
     #[test]
     fn fit_latency_fills_both_models() {

@@ -2,8 +2,8 @@
 //!
 //! Fit: sample mean and standard deviation of the window (`n - 1` denominator). A window whose
 //! samples are all equal has sigma 0: the paper then replaces the density with a delta at mu,
-//! which [`NormalFit::marginal`] does. There is no closed form for E[max] of n normals; it is
-//! computed by [`MaxOf`](super::MaxOf) quadrature ([`expected_max_iid`]). Quantiles of the maximum
+//! which [`NormalFit::marginal`] does. There is no closed form for E\[max\] of n normals; it is
+//! computed by [`MaxOf`] quadrature ([`expected_max_iid`]). Quantiles of the maximum
 //! of n iid normals are closed-form: `mu + sigma * Phi^-1(p^(1/n))`.
 
 use super::{EstimateError, Marginal, MaxOf};
@@ -76,7 +76,7 @@ impl Normal {
         let dens = |z: f64| if z.is_finite() { std_pdf(z) } else { 0.0 };
         self.mu * mass + self.sigma * (dens(za) - dens(zb))
     }
-    /// `∫_x^∞ sf(t) dt` (the first-order tail of E[max] beyond the quadrature range).
+    /// `∫_x^∞ sf(t) dt` (the first-order tail of E\[max\] beyond the quadrature range).
     pub fn tail_integral(&self, x: f64) -> f64 {
         let z = (x - self.mu) / self.sigma;
         self.sigma * (std_pdf(z) - z * std_sf(z))
@@ -124,7 +124,7 @@ pub fn fit_normal(samples: &[f64]) -> Result<NormalFit, EstimateError> {
     Ok(NormalFit { mu, sigma, m })
 }
 
-/// E[max] of `n` iid normal receivers by quadrature (there is no closed form).
+/// E\[max\] of `n` iid normal receivers by quadrature (there is no closed form).
 pub fn expected_max_iid(mu: f64, sigma: f64, n: f64) -> Result<f64, EstimateError> {
     let m = if sigma > 0.0 {
         Marginal::Normal(Normal::new(mu, sigma)?)

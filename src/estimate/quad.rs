@@ -1,6 +1,6 @@
 //! Adaptive quadrature on panels of equally spaced points, evaluated in batches.
 //!
-//! Why not Gauss-Kronrod: every integrand evaluation for E[max] costs O(n) (a pass over all
+//! Why not Gauss-Kronrod: every integrand evaluation for E\[max\] costs O(n) (a pass over all
 //! receivers), and the fast receiver kernel walks a *geometric progression* of abscissae with one
 //! multiply per point instead of one exponential. So panels use 9 equally spaced points with a
 //! Romberg estimate (order h^8, error = |R33 - R22|), and a panel splits by evaluating only its 8
