@@ -971,6 +971,40 @@ mod tests {
         assert!((clip - (eq12 + x0 * (1.0 - g0))).abs() < 1e-8 * clip);
     }
 
+    fn any_receiver() -> impl proptest::strategy::Strategy<Value = Marginal> {
+        use proptest::prelude::*;
+        prop_oneof![
+            (0.1f64..100.0, 1.05f64..40.0).prop_map(|(k, a)| par(k, a)),
+            (0.1f64..10.0, 1.5f64..40.0, 0.0f64..50.0)
+                .prop_map(|(k, a, c)| Marginal::Pareto(Pareto::new(k, a).unwrap().shifted(c).unwrap())),
+            (1.0f64..100.0, 0.01f64..10.0).prop_map(|(mu, sd)| Marginal::Normal(Normal::new(mu, sd).unwrap())),
+            (0.0f64..100.0).prop_map(Marginal::Point),
+        ]
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(64))]
+        /// For any mix of receivers: max_j E[X_j] <= E[max] <= Σ_j E[X_j] (latencies >= 0 here),
+        /// quantiles are increasing and invert the exact CDF.
+        #[test]
+        fn bounds_and_quantiles_hold_for_any_mix(ms in proptest::collection::vec(any_receiver(), 1..12)) {
+            let set = MaxOf::from_marginals(&ms);
+            let d = set.distribution().unwrap();
+            let e = d.expected_max();
+            let biggest = ms.iter().map(|m| m.mean()).fold(f64::NEG_INFINITY, f64::max);
+            let sum: f64 = ms.iter().map(|m| m.mean().max(0.0)).sum();
+            proptest::prop_assert!(e >= biggest * (1.0 - 1e-6) - 1e-9, "{} < {}", e, biggest);
+            proptest::prop_assert!(e <= sum * (1.0 + 1e-6) + 1e-9, "{} > {}", e, sum);
+            let mut prev = f64::NEG_INFINITY;
+            for p in [1e-3, 0.1, 0.5, 0.9, 0.999] {
+                let x = d.quantile(p);
+                proptest::prop_assert!(x >= prev);
+                prev = x;
+                proptest::prop_assert!(set.cdf(x) >= p - 1e-7, "p={} G={}", p, set.cdf(x));
+            }
+        }
+    }
+
     #[test]
     fn point_masses_and_degenerate_sets() {
         assert!(MaxOf::new().distribution().is_err());

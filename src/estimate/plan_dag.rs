@@ -264,6 +264,34 @@ pub(crate) mod tests {
         assert!(flat.sends.iter().all(|s| s.deps.is_empty()));
     }
 
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(32))]
+        /// Every rank's contention-free arrival in a one-segment tree is the sum of transfer
+        /// times along its tree path (checked against a direct walk up the parent pointers).
+        #[test]
+        fn tree_arrivals_are_path_sums(n in 2u32..40, k in 1u32..5, root_seed in 0u32..1000, bytes in 0u64..100_000) {
+            let t = two_level(4, 10, 1e-6, 4e-6);
+            let root = root_seed % n;
+            let mut children = trees::kary(n, root, k);
+            children.resize(40, Vec::new()); // the topology has 40 ranks
+            let extra: Vec<u32> = (n..40).collect();
+            children[root as usize].extend(extra); // the rest hang directly off the root
+            let plan = Plan::from_tree(root, &children, 1, "kary");
+            let d = evaluate_deterministic(&t, &plan, bytes).unwrap();
+            let parents = plan.tree_parents().unwrap();
+            for r in 0..40u32 {
+                let mut want = 0.0;
+                let mut v = r;
+                while v != root {
+                    let p = parents[v as usize];
+                    want += t.transfer_time(t.rank_vertex(p), t.rank_vertex(v), bytes as f64);
+                    v = p;
+                }
+                proptest::prop_assert!((d.rank_arrival_s[r as usize] - want).abs() < 1e-15, "rank {}", r);
+            }
+        }
+    }
+
     #[test]
     fn dominated_deliveries_are_pruned() {
         // Rank 1 receives one segment then forwards it to 2 and 3: the second send depends on
