@@ -209,7 +209,8 @@ struct Prepared {
     /// `q = exp(alk - a u)` with `alk = a ln k`.
     r_alk: Vec<f64>,
     r_a: Vec<f64>,
-    direct_pareto: Vec<Pareto>,
+    /// Pareto receivers off the fast path, with `ln k`.
+    direct_pareto: Vec<(Pareto, f64)>,
     normal: Vec<Normal>,
     counted: Vec<(Marginal, f64)>,
     /// Some unclipped Pareto has alpha <= 1: E\[max\] is infinite.
@@ -308,7 +309,7 @@ impl Prepared {
                 al.push(p.alpha);
                 u_hi = u_hi.max(ln_k - ln_delta / p.alpha);
             } else {
-                prep.direct_pareto.push(*p);
+                prep.direct_pareto.push((*p, p.k.ln()));
                 consider_x(Marginal::Pareto(*p).upper_quantile(delta), &mut u_hi);
             }
         }
@@ -376,14 +377,14 @@ impl Prepared {
 
     /// Receivers off the fast path, evaluated one by one at `x`.
     fn direct(&self, x: f64, e: &mut ScalarAcc) {
-        for p in &self.direct_pareto {
+        for (p, ln_k) in &self.direct_pareto {
             let y = x - p.shift;
             let q = if y <= p.k {
                 1.0
             } else if x >= p.cap.unwrap_or(f64::INFINITY) {
                 0.0
             } else {
-                fexp(p.alpha * (p.k.ln() - y.ln()))
+                fexp(p.alpha * (ln_k - y.ln()))
             };
             e.add(q);
         }
@@ -410,7 +411,7 @@ impl Prepared {
             }
         }
         t += lanes.iter().sum::<f64>();
-        for p in &self.direct_pareto {
+        for (p, _) in &self.direct_pareto {
             t += p.tail_integral(x_hi);
         }
         for n in &self.normal {
