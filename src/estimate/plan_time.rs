@@ -559,7 +559,7 @@ fn backward_critical_tree(
     for (i, s) in dag.sends.iter().enumerate() {
         let mut best: Option<(f64, usize)> = s.prev.map(|p| (start_mean[p], 1 + 2 * p));
         for &d in &s.deps {
-            if best.map_or(true, |(t, _)| done_mean[d] > t) {
+            if best.is_none_or(|(t, _)| done_mean[d] > t) {
                 best = Some((done_mean[d], 2 + 2 * d));
             }
         }
