@@ -11,6 +11,7 @@
 //! | `TREECAST_TIMEOUT` | seconds without progress after which a broadcast gives up with an error | unset (wait) |
 //! | `TREECAST_PROFILE` | write a per-call-site profile (JSON) to this path at `MPI_Finalize` | unset |
 //! | `TREECAST_PROFILE_COMPARE` | with profiling, every Nth call also times `MPI_Bcast` on the same data | unset |
+//! | `TREECAST_INTERCEPT` | interposer (`libtreecast_preload.so`) only: `0` leaves `MPI_Bcast` to the MPI library and only profiles it | `1` |
 
 use std::sync::OnceLock;
 
@@ -25,6 +26,8 @@ pub struct Config {
     pub timeout_s: Option<f64>,
     pub profile_path: Option<String>,
     pub profile_compare: Option<u64>,
+    /// Whether the `LD_PRELOAD` interposer serves `MPI_Bcast` itself (`TREECAST_INTERCEPT`).
+    pub intercept: bool,
 }
 
 fn var(name: &str) -> Option<String> {
@@ -45,6 +48,19 @@ pub fn parse_bytes(s: &str) -> Option<u64> {
         _ => return None,
     };
     n.checked_mul(mult)
+}
+
+/// `0`/`false`/`off`/`no` turn a switch off, `1`/`true`/`on`/`yes` on; anything else is
+/// reported and leaves it on (the default of every switch read with it).
+fn parse_switch(name: &str, v: &str) -> bool {
+    match v.trim().to_ascii_lowercase().as_str() {
+        "0" | "false" | "off" | "no" => false,
+        "1" | "true" | "on" | "yes" => true,
+        _ => {
+            log::warn!("{name}={v:?} is not 0 or 1; using 1");
+            true
+        }
+    }
 }
 
 impl Config {
@@ -74,6 +90,9 @@ impl Config {
             timeout_s: parse_f64("TREECAST_TIMEOUT"),
             profile_path: var("TREECAST_PROFILE"),
             profile_compare: var("TREECAST_PROFILE_COMPARE").and_then(|v| v.parse().ok().filter(|&n: &u64| n > 0)),
+            intercept: var("TREECAST_INTERCEPT")
+                .map(|v| parse_switch("TREECAST_INTERCEPT", &v))
+                .unwrap_or(true),
         }
     }
 }
@@ -109,5 +128,15 @@ mod tests {
         assert_eq!(parse_bytes("x"), None);
         assert_eq!(parse_bytes("5TiB"), None);
         assert_eq!(parse_bytes(""), None);
+    }
+
+    #[test]
+    fn switches() {
+        for off in ["0", "false", "OFF", " no "] {
+            assert!(!parse_switch("X", off), "{off}");
+        }
+        for on in ["1", "true", "On", "yes", "maybe"] {
+            assert!(parse_switch("X", on), "{on}");
+        }
     }
 }

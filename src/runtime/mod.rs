@@ -3,8 +3,10 @@
 
 pub mod bcast;
 pub mod config;
+pub mod external;
 pub mod planner;
 pub mod state;
 
-pub use bcast::bcast;
+pub use bcast::{bcast, bcast_with, CallOptions};
 pub use config::{config, Config};
+pub use external::record_external;
