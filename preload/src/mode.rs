@@ -27,6 +27,8 @@ const SERVE: u8 = 2;
 const PROFILE: u8 = 4;
 /// `MPI_Finalize` has returned: leave everything to MPI.
 const FINALIZED: u8 = 8;
+/// Decided lazily (MPI_Init was not seen), so whether MPI is initialized is not known.
+const LAZY: u8 = 16;
 
 static MODE: AtomicU8 = AtomicU8::new(0);
 static START: Once = Once::new();
@@ -38,24 +40,34 @@ pub struct Mode {
     pub serve: bool,
     /// `MPI_Bcast` calls are profiled (performed by treecast or by MPI).
     pub profile: bool,
+    /// MPI is known to be between `MPI_Init` and `MPI_Finalize` (our wrappers saw both ends);
+    /// otherwise each call asks MPI.
+    pub initialized: bool,
 }
 
 impl Mode {
+    const OFF: Mode = Mode {
+        serve: false,
+        profile: false,
+        initialized: false,
+    };
+
     fn from_bits(bits: u8) -> Mode {
         if bits & FINALIZED != 0 {
-            return Mode {
-                serve: false,
-                profile: false,
-            };
+            return Mode::OFF;
         }
         Mode {
             serve: bits & SERVE != 0,
             profile: bits & PROFILE != 0,
+            initialized: bits & LAZY == 0,
         }
     }
 
     fn bits(self) -> u8 {
-        KNOWN | if self.serve { SERVE } else { 0 } | if self.profile { PROFILE } else { 0 }
+        KNOWN
+            | if self.serve { SERVE } else { 0 }
+            | if self.profile { PROFILE } else { 0 }
+            | if self.initialized { 0 } else { LAZY }
     }
 }
 
@@ -78,6 +90,7 @@ fn lazy() -> Mode {
     let mode = Mode {
         serve: cfg.intercept,
         profile: cfg.profile_path.is_some(),
+        initialized: false,
     };
     if MODE
         .compare_exchange(0, mode.bits(), Ordering::AcqRel, Ordering::Acquire)
@@ -108,7 +121,14 @@ pub fn start_up() {
         });
         if r.is_err() {
             log::error!("treecast preload: panic during start-up; MPI_Bcast is left to MPI");
-            MODE.store(KNOWN, Ordering::Release);
+            MODE.store(
+                Mode {
+                    initialized: true,
+                    ..Mode::OFF
+                }
+                .bits(),
+                Ordering::Release,
+            );
         }
     });
 }
@@ -137,8 +157,8 @@ unsafe fn all_min<const N: usize>(mine: [c_int; N]) -> Option<[c_int; N]> {
 unsafe fn agree() -> Mode {
     let cfg = config();
     let off = Mode {
-        serve: false,
-        profile: false,
+        initialized: true,
+        ..Mode::OFF
     };
     let Some([serve, no_profile]) = all_min([cfg.intercept as c_int, cfg.profile_path.is_none() as c_int]) else {
         return off;
@@ -146,6 +166,7 @@ unsafe fn agree() -> Mode {
     let mut mode = Mode {
         serve: serve == 1,
         profile: no_profile == 0,
+        initialized: true,
     };
     if cfg.intercept && !mode.serve {
         log::warn!("treecast preload: TREECAST_INTERCEPT=0 on some ranks, so no rank serves MPI_Bcast");
@@ -224,9 +245,15 @@ mod tests {
     fn mode_bits_round_trip() {
         for serve in [false, true] {
             for profile in [false, true] {
-                let m = Mode { serve, profile };
-                assert_eq!(Mode::from_bits(m.bits()), m);
-                assert_ne!(m.bits() & KNOWN, 0);
+                for initialized in [false, true] {
+                    let m = Mode {
+                        serve,
+                        profile,
+                        initialized,
+                    };
+                    assert_eq!(Mode::from_bits(m.bits()), m);
+                    assert_ne!(m.bits() & KNOWN, 0);
+                }
             }
         }
     }
@@ -236,13 +263,8 @@ mod tests {
         let m = Mode {
             serve: true,
             profile: true,
+            initialized: true,
         };
-        assert_eq!(
-            Mode::from_bits(m.bits() | FINALIZED),
-            Mode {
-                serve: false,
-                profile: false
-            }
-        );
+        assert_eq!(Mode::from_bits(m.bits() | FINALIZED), Mode::OFF);
     }
 }

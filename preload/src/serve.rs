@@ -55,7 +55,7 @@ pub unsafe fn bcast(
     if !mode.serve && !mode.profile {
         return ffi::PMPI_Bcast(buf, count, datatype, root, comm);
     }
-    if let Some(why) = left_to_mpi(comm, root) {
+    if let Some(why) = left_to_mpi(comm, root, mode.initialized) {
         log::debug!("treecast preload: MPI_Bcast left to the MPI library: {why}");
         return ffi::PMPI_Bcast(buf, count, datatype, root, comm);
     }
@@ -68,11 +68,11 @@ pub unsafe fn bcast(
 
 /// Why a call must go to `PMPI_Bcast` unchanged, decided from what every rank of `comm` shares.
 /// Queries only valid handles (null is compared first), so no MPI error handler runs here.
-unsafe fn left_to_mpi(comm: MPI_Comm, root: c_int) -> Option<&'static str> {
+unsafe fn left_to_mpi(comm: MPI_Comm, root: c_int, known_initialized: bool) -> Option<&'static str> {
     if comm == ffi::RSMPI_COMM_NULL {
         return Some("MPI_COMM_NULL");
     }
-    if !runtime::state::mpi_initialized() || runtime::state::mpi_finalized() {
+    if !known_initialized && (!runtime::state::mpi_initialized() || runtime::state::mpi_finalized()) {
         return Some("called outside MPI_Init .. MPI_Finalize");
     }
     let mut inter: c_int = 0;

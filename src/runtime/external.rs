@@ -7,9 +7,8 @@
 
 use super::state;
 use crate::error::Result;
-use crate::exec::layout;
 use crate::profile::{self, CallSite};
-use mpi::ffi::{MPI_Comm, MPI_Datatype};
+use mpi::ffi::{self, MPI_Comm, MPI_Datatype};
 
 /// Record a broadcast of `count` elements of `datatype` from `root` on `comm` that ran from
 /// `t0` to `t1` (`MPI_Wtime` seconds) outside treecast, `ok` telling whether it succeeded.
@@ -35,14 +34,28 @@ pub unsafe fn record_external(
     ok: bool,
 ) -> Result<()> {
     state::check_comm(comm)?;
-    let bytes = u64::try_from(count)
-        .ok()
-        .and_then(|n| layout::describe(n, datatype).ok())
-        .map_or(0, |l| l.bytes);
+    let bytes = message_bytes(count, datatype);
     let slot = state::get_or_create(comm)?;
     let mut st = slot.lock().unwrap_or_else(|p| p.into_inner());
     let seq = st.seq;
     st.seq += 1;
     profile::record_mpi_bcast(&mut st, site, root.max(0) as u32, bytes, t0, t1, ok, seq);
     Ok(())
+}
+
+/// Bytes of `count` elements of `datatype` (0 when not computable). One query (the type size)
+/// rather than the executor's full layout description: this runs on every profiled call.
+fn message_bytes(count: i64, datatype: MPI_Datatype) -> u64 {
+    let Ok(count) = u64::try_from(count) else { return 0 };
+    // SAFETY: the null handle is compared first; other handles are valid per the caller.
+    unsafe {
+        if count == 0 || datatype == ffi::RSMPI_DATATYPE_NULL {
+            return 0;
+        }
+        let mut size: ffi::MPI_Count = 0;
+        if ffi::PMPI_Type_size_x(datatype, &mut size) != ffi::MPI_SUCCESS as i32 || size < 0 {
+            return 0;
+        }
+        (size as u64).saturating_mul(count)
+    }
 }
