@@ -9,6 +9,7 @@
  *   mpirun -np 4 ./preload_bcast          # sizes 0 .. 16 MiB, every root, world and split
  *   mpirun -np 4 ./preload_bcast inter    # inter-communicators
  *   mpirun -np 4 ./preload_bcast errors   # error classes seen by a custom error handler
+ *   mpirun -np 4 ./preload_bcast fatal    # an error under MPI_ERRORS_ARE_FATAL: the job aborts
  *
  * Broadcasts of each kind go through one function (one call site each), so a profile of the run
  * has predictable per-site counts:
@@ -275,8 +276,14 @@ int main(int argc, char **argv) {
         check_inter();
     } else if (strcmp(mode, "errors") == 0) {
         check_errors();
+    } else if (strcmp(mode, "fatal") == 0) {
+        /* MPI_COMM_WORLD's default handler is MPI_ERRORS_ARE_FATAL: the job must abort here. */
+        int buf[4] = {0};
+        MPI_Bcast(buf, -1, MPI_INT, 0, MPI_COMM_WORLD);
+        printf("CHECK FAILED preload_bcast fatal: MPI_Bcast with a negative count returned\n");
+        failures++;
     } else {
-        if (world_rank == 0) fprintf(stderr, "unknown mode %s (match, inter, errors)\n", mode);
+        if (world_rank == 0) fprintf(stderr, "unknown mode %s (match, inter, errors, fatal)\n", mode);
         MPI_Abort(MPI_COMM_WORLD, 2);
     }
     int total = 0;

@@ -376,6 +376,29 @@ fn errors_reach_the_communicator_error_handler_as_with_mpi() {
 }
 
 #[test]
+fn errors_are_fatal_by_default_as_with_mpi() {
+    // A negative count on MPI_COMM_WORLD, whose handler is MPI_ERRORS_ARE_FATAL: MPI aborts the
+    // job; so must the preload, after logging treecast's explanation.
+    let exe = c_program();
+    let plain = mpirun(2, &exe, &["fatal"], &[], 300);
+    let lib = preload_lib().display().to_string();
+    let pre = mpirun(2, &exe, &["fatal"], &[("LD_PRELOAD", lib.as_str()), TIMEOUT], 300);
+    for (o, how) in [(&plain, "plain"), (&pre, "preloaded")] {
+        assert!(!o.status.success(), "{how} run did not abort:\n{}", stdout(o));
+        assert!(
+            !stdout(o).contains("CHECK FAILED"),
+            "{how}: MPI_Bcast returned:\n{}",
+            stdout(o)
+        );
+    }
+    assert!(
+        stderr(&pre).contains("MPI_Bcast failed: count -1 is negative"),
+        "{}",
+        stderr(&pre)
+    );
+}
+
+#[test]
 fn thread_multiple_concurrent_broadcasts_on_different_communicators() {
     let exe = program(
         "mpicc",
