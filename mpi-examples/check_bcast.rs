@@ -402,6 +402,47 @@ fn mode_large(world: &mpi::topology::SimpleCommunicator, bytes: u64) {
     }
 }
 
+/// Calls from four sites with known counts and sizes, on world, a split communicator that is
+/// freed before finalize, and a duplicate that is never freed; `tests/profile.rs` checks the
+/// profile file's counts and byte totals against these numbers.
+fn mode_profile(world: &mpi::topology::SimpleCommunicator) {
+    let n = world.size();
+    let me = world.rank();
+    let mut buf = vec![0u8; 4096];
+    for i in 0..37usize {
+        let len = i * 13 % 1000 + 1;
+        let root = (i as i32) % n;
+        world
+            .topo_bcast(&mut buf[..len], root)
+            .unwrap_or_else(|e| fail(format!("site A: {e}"))); // site A
+    }
+    for _ in 0..11 {
+        world
+            .topo_bcast(&mut buf[..4096], 0)
+            .unwrap_or_else(|e| fail(format!("site B: {e}"))); // site B
+    }
+    {
+        let split = world
+            .split_by_color(mpi::topology::Color::with_value(me % 2))
+            .unwrap_or_else(|| fail("split failed".into()));
+        for _ in 0..5 {
+            split
+                .topo_bcast(&mut buf[..100], 0)
+                .unwrap_or_else(|e| fail(format!("site C: {e}"))); // site C
+        }
+    } // split freed here: its profile is gathered inside MPI_Comm_free
+    let dup = world.duplicate();
+    for _ in 0..3 {
+        dup.topo_bcast(&mut buf[..8], 0)
+            .unwrap_or_else(|e| fail(format!("site D: {e}"))); // site D
+    }
+    std::mem::forget(dup); // never freed: gathered at MPI_Finalize
+    world.barrier();
+    if me == 0 {
+        println!("CHECK OK profile calls made");
+    }
+}
+
 fn main() {
     let universe = mpi::initialize().unwrap_or_else(|| fail("MPI init failed".into()));
     let world = universe.world();
@@ -410,6 +451,7 @@ fn main() {
         Some("match") => mode_match(&world, &args[1..]),
         Some("bad") => mode_bad(&world),
         Some("soak") => mode_soak(&world, args.get(1).and_then(|s| s.parse().ok()).unwrap_or(10_000)),
+        Some("profile") => mode_profile(&world),
         Some("large") => mode_large(&world, parse_size(args.get(1).map(String::as_str).unwrap_or("2GiB+5"))),
         _ => fail("usage: check_bcast match CASE... | bad | soak N | large BYTES".into()),
     }

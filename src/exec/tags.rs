@@ -17,15 +17,24 @@ pub const POISON_CLASS: u8 = 0;
 #[derive(Clone, Copy, Debug)]
 pub struct TagCodec {
     seq_mod: u64,
+    tag_ub: i32,
 }
 
 impl TagCodec {
     /// `tag_ub` is the communicator's `MPI_TAG_UB` (at least 32767 by the standard).
     pub fn new(tag_ub: i32) -> TagCodec {
-        let ub = (tag_ub.max(32767) as u64) + 1;
+        let tag_ub = tag_ub.max(32767);
+        // Data tags use 0 .. seq_mod * CLASSES - 1 <= tag_ub - 1, leaving `tag_ub` itself for
+        // control messages (clock synchronisation for profiles).
         TagCodec {
-            seq_mod: (ub / CLASSES).max(1),
+            seq_mod: (tag_ub as u64 / CLASSES).max(1),
+            tag_ub,
         }
+    }
+
+    /// A tag no data message uses.
+    pub fn control_tag(&self) -> i32 {
+        self.tag_ub
     }
 
     /// Tag for call `seq`, class `class`.
@@ -51,7 +60,7 @@ mod tests {
             for seq in [0u64, 1, 2, c.seq_period() - 1, c.seq_period(), u64::MAX] {
                 for class in [0u8, 1, 33, 64] {
                     let t = c.tag(seq, class);
-                    assert!(t >= 0 && t <= ub.max(32767), "{t} > {ub}");
+                    assert!(t >= 0 && t < c.control_tag(), "{t} >= {}", c.control_tag());
                 }
             }
             assert_ne!(c.tag(5, 3), c.tag(6, 3));

@@ -13,6 +13,10 @@ use mpi::ffi::MPI_Comm;
 /// Planning inputs of one communicator.
 pub struct Planner {
     nranks: u32,
+    /// Rank-level tree of the communicator, identical on every rank, if known.
+    topology: Option<std::sync::Arc<crate::topology::Topology>>,
+    /// Where the topology came from.
+    source: super::topo::Source,
     /// Forced algorithm (`TREECAST_ALGORITHM`), if any.
     algorithm: Option<String>,
     /// Forced segment size (`TREECAST_SEGMENT`), if any.
@@ -21,9 +25,24 @@ pub struct Planner {
 
 impl Planner {
     /// Collective over `comm` (all ranks call it during state creation).
-    pub fn create(_comm: MPI_Comm, _rank: u32, size: u32, cfg: &Config) -> Result<Planner> {
+    pub fn create(comm: MPI_Comm, rank: u32, size: u32, cfg: &Config) -> Result<Planner> {
+        let t0 = crate::exec::raw::wtime();
+        // SAFETY: comm is our valid duplicate; every rank calls this collectively.
+        let (topology, source) = unsafe { super::topo::acquire(comm, rank, size, cfg)? };
+        match &source {
+            super::topo::Source::Unavailable(why) if rank == 0 => {
+                log::warn!("treecast: no topology ({why}); plans ignore the network")
+            }
+            super::topo::Source::Unavailable(_) => {}
+            s => log::info!(
+                "treecast: topology from {s:?} in {:.3} s",
+                crate::exec::raw::wtime() - t0
+            ),
+        }
         Ok(Planner {
             nranks: size,
+            topology,
+            source,
             algorithm: cfg.algorithm.clone(),
             segment_bytes: cfg.segment_bytes,
         })
@@ -34,6 +53,21 @@ impl Planner {
             Some(a) => format!("forced {a}"),
             None => "topology-agnostic default".to_string(),
         }
+    }
+
+    /// The communicator's rank-level topology, if known.
+    pub fn topology(&self) -> Option<&crate::topology::Topology> {
+        self.topology.as_deref()
+    }
+
+    /// Shared handle to the topology.
+    pub fn topology_arc(&self) -> Option<std::sync::Arc<crate::topology::Topology>> {
+        self.topology.clone()
+    }
+
+    /// Where the topology came from.
+    pub fn source(&self) -> &super::topo::Source {
+        &self.source
     }
 
     /// The full plan for (root, size class).
@@ -71,6 +105,43 @@ impl Planner {
     /// This rank's part of the plan for (root, size class).
     pub fn local_plan(&self, me: u32, root: u32, class: u8) -> LocalPlan {
         LocalPlan::from_plan(&self.plan(root, class), me)
+    }
+
+    /// Algorithm name and predicted per-rank completion times (seconds after the root starts) of
+    /// the plan for `bytes` from `root` (contention-free, nominal latencies), when the topology
+    /// is known.
+    pub fn predict_arrivals(&self, root: u32, bytes: u64) -> (String, Option<Vec<f64>>) {
+        let p = self.plan(root, crate::plan::size_class(bytes));
+        let arrivals = self
+            .topology
+            .as_deref()
+            .and_then(|t| crate::estimate::evaluate_deterministic(t, &p, bytes).ok())
+            .map(|d| d.rank_arrival_s);
+        (p.info.algorithm.clone(), arrivals)
+    }
+
+    /// Predicted completion time of a broadcast of `bytes` from `root`: deterministic, and from
+    /// the links' latency distributions (Pareto and normal; fitted by probing, else the
+    /// estimate module's default tail). Used when a profile is written, never on the hot path;
+    /// the distribution models are skipped above 512 ranks to bound the cost at finalize.
+    pub fn predict_time(&self, root: u32, bytes: u64) -> Option<crate::profile::report::Predicted> {
+        let t = self.topology.as_deref()?;
+        let p = self.plan(root, crate::plan::size_class(bytes));
+        if self.nranks > 512 {
+            let d = crate::estimate::evaluate_deterministic(t, &p, bytes).ok()?;
+            return Some(crate::profile::report::Predicted {
+                deterministic_s: d.completion_s,
+                ..Default::default()
+            });
+        }
+        let pr = crate::estimate::predict_plan_time(t, &p, bytes, &Default::default()).ok()?;
+        Some(crate::profile::report::Predicted {
+            deterministic_s: pr.deterministic.completion_s,
+            pareto_mean_s: Some(pr.pareto.mean_s),
+            pareto_p99_s: Some(pr.pareto.p99_s),
+            normal_mean_s: Some(pr.normal.mean_s),
+            normal_p99_s: Some(pr.normal.p99_s),
+        })
     }
 
     /// The plan poison travels along when the root itself cannot take part (its own arguments

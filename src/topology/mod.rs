@@ -639,6 +639,7 @@ pub mod json;
 mod jsontext;
 pub mod rtt_csv;
 pub mod slurm;
+pub mod text;
 pub use canon::{CanonicalForm, CanonicalLink};
 pub use groups::groups_string;
 pub use io::{load_file, save_file, Format, RttMatrix};

@@ -10,6 +10,8 @@ mod cli_error;
 mod estimate;
 mod infer;
 mod plan;
+mod probe;
+mod report;
 mod simulate;
 mod topology;
 
@@ -38,6 +40,10 @@ enum Command {
     Estimate(estimate::Args),
     /// (under mpirun) topo_bcast vs MPI_Bcast median times and their ratio.
     Bench(bench::Args),
+    /// (under mpirun) The network tree of the live job: hosts, then file, cache or RTT probing.
+    Probe(probe::Args),
+    /// Text table and SVG charts of a profile written by TREECAST_PROFILE.
+    Report(report::Args),
     /// Generate model topologies and convert between topology formats.
     Topology(topology::Args),
 }
@@ -51,6 +57,8 @@ fn main() {
         Command::Simulate(a) => simulate::run(a),
         Command::Estimate(a) => estimate::run(a),
         Command::Bench(a) => bench::run(a),
+        Command::Report(a) => report::run(a),
+        Command::Probe(a) => probe::run(a),
         Command::Topology(a) => topology::run(a),
     };
     if let Err(e) = result {
