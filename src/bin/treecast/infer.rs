@@ -1,10 +1,220 @@
-//! `treecast infer` (being written).
+//! `treecast infer`: infer the switch tree from a measured RTT matrix, or evaluate inference on a
+//! model topology through the simulated prober.
+//!
+//! - `--rtt FILE.csv [--format json|slurm|dot|groups]`: the matrix acts as the prober (inference
+//!   asks for pairs as it would on a live job); a pair it needs but the matrix lacks is an error
+//!   naming the pair (exit 2).
+//! - `--model TOPOLOGY [--noise none|normal:sd_us=X|lomax:scale_us=X,alpha=A] [--seed S]
+//!   [--trials K] [--format text|json]`: `K` inferences against simulated RTTs of the model, each
+//!   scored (exact leaf-switch partition, shared-link query errors, pairs measured, rounds,
+//!   virtual probe time). Extra knobs: `--strategy`, `--no-hint`, `--stall-prob`, `--loaded`,
+//!   `--queries`, `--bandwidth-bytes`.
 
 use crate::CliError;
+use serde::Serialize;
+use std::path::{Path, PathBuf};
+use treecast::infer::{infer, metrics, InferError, InferOptions, Strategy};
+use treecast::probe::{LoadedHost, MatrixProber, NoiseModel, NoiseSpec, Outliers, ProbeError};
+use treecast::topology::{self, Format};
 
 #[derive(clap::Args)]
-pub struct Args {}
+pub struct Args {
+    /// Infer from this RTT matrix (CSV, microseconds).
+    #[arg(long, conflicts_with = "model", required_unless_present = "model")]
+    rtt: Option<PathBuf>,
+    /// Evaluate inference against this model topology (JSON or Slurm topology.conf).
+    #[arg(long)]
+    model: Option<PathBuf>,
+    /// Output: json, slurm, dot or groups for --rtt (default json); text or json for --model
+    /// (default text).
+    #[arg(long)]
+    format: Option<String>,
+    /// Jitter of the simulated RTTs (--model): none, normal:sd_us=X or lomax:scale_us=X,alpha=A.
+    #[arg(long, default_value = "none")]
+    noise: String,
+    /// Seed of trial 0 (trial k uses seed + k for noise and insertion order).
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Number of inference trials (--model).
+    #[arg(long, default_value_t = 1)]
+    trials: usize,
+    /// Insertion strategy: batch (default), paper (seed 002 as published) or all-pairs.
+    #[arg(long, default_value = "batch")]
+    strategy: String,
+    /// Do not use host order as a locality hint.
+    #[arg(long)]
+    no_hint: bool,
+    /// Probability that a whole pair measurement is descheduled (12-16 ms per round trip).
+    #[arg(long, default_value_t = 0.0)]
+    stall_prob: f64,
+    /// A loaded host: NAME=EXTRA_US (every message of NAME is at least EXTRA_US late).
+    #[arg(long)]
+    loaded: Vec<String>,
+    /// Shared-link queries per trial.
+    #[arg(long, default_value_t = 100_000)]
+    queries: usize,
+    /// Also build the staged bandwidth map with transfers of this many bytes.
+    #[arg(long)]
+    bandwidth_bytes: Option<u64>,
+}
 
-pub fn run(_args: Args) -> Result<(), CliError> {
-    Err(CliError::Failed("`treecast infer` is not implemented yet".into()))
+pub fn run(args: Args) -> Result<(), CliError> {
+    let strategy = match args.strategy.as_str() {
+        "batch" => Strategy::Batch,
+        "paper" => Strategy::Paper,
+        "all-pairs" => Strategy::AllPairs,
+        s => {
+            return Err(CliError::Input(format!(
+                "--strategy: unknown strategy '{s}' (batch, paper or all-pairs)"
+            )))
+        }
+    };
+    let opts = InferOptions {
+        strategy,
+        seed: args.seed,
+        locality_hint: !args.no_hint,
+        bandwidth_bytes: args.bandwidth_bytes,
+        ..InferOptions::default()
+    };
+    match (&args.rtt, &args.model) {
+        (Some(file), None) => from_matrix(file, args.format.as_deref().unwrap_or("json"), &opts),
+        (None, Some(file)) => evaluate(file, &args, &opts),
+        _ => Err(CliError::Input("give either --rtt FILE.csv or --model TOPOLOGY".into())),
+    }
+}
+
+fn read(path: &Path) -> Result<String, CliError> {
+    std::fs::read_to_string(path).map_err(|e| CliError::Input(format!("{}: {e}", path.display())))
+}
+
+/// A missing pair is bad input; anything else from inference is a failure.
+fn infer_error(e: InferError) -> CliError {
+    match e {
+        InferError::Probe(ProbeError::Missing(m) | ProbeError::BadRequest(m)) => CliError::Input(m),
+        e => CliError::Failed(e.to_string()),
+    }
+}
+
+fn from_matrix(file: &Path, format: &str, opts: &InferOptions) -> Result<(), CliError> {
+    let fmt = Format::from_name(format)
+        .ok_or_else(|| CliError::Input(format!("--format: '{format}' is not one of json, slurm, dot, groups")))?;
+    let name = file.display().to_string();
+    let m = topology::rtt_csv::from_str(&read(file)?, &name)?;
+    let mut prober = MatrixProber::new(&m, &name)?;
+    let r = infer(&mut prober, opts).map_err(infer_error)?;
+    log::info!(
+        "inferred {} switches from {} of {} pairs",
+        r.topology.vertices_of_kind(topology::VertexKind::Switch).len(),
+        r.stats.probe.distinct_pairs,
+        m.hosts.len() * m.hosts.len().saturating_sub(1) / 2
+    );
+    print!("{}", fmt.write(&r.topology));
+    Ok(())
+}
+
+fn noise_model(args: &Args) -> Result<NoiseModel, CliError> {
+    let jitter: NoiseSpec = args.noise.parse().map_err(|e| CliError::Input(format!("--noise: {e}")))?;
+    if !(0.0..=1.0).contains(&args.stall_prob) {
+        return Err(CliError::Input(format!(
+            "--stall-prob: {} is not a probability in [0, 1]",
+            args.stall_prob
+        )));
+    }
+    let mut loaded = Vec::new();
+    for l in &args.loaded {
+        let (host, us) = l
+            .split_once('=')
+            .ok_or_else(|| CliError::Input(format!("--loaded: '{l}' is not NAME=EXTRA_US")))?;
+        let us: f64 = us
+            .trim()
+            .parse()
+            .ok()
+            .filter(|x: &f64| x.is_finite() && *x >= 0.0)
+            .ok_or_else(|| CliError::Input(format!("--loaded: '{us}' is not a number of microseconds >= 0")))?;
+        loaded.push(LoadedHost {
+            host: host.trim().to_string(),
+            extra_s: us * 1e-6,
+        });
+    }
+    Ok(NoiseModel {
+        jitter,
+        outliers: Outliers::emulated(args.stall_prob, 0.0),
+        loaded,
+    })
+}
+
+#[derive(Serialize)]
+struct Report<'a> {
+    model: String,
+    noise: String,
+    strategy: Strategy,
+    seed: u64,
+    #[serde(flatten)]
+    evaluation: &'a metrics::Evaluation,
+}
+
+fn evaluate(file: &Path, args: &Args, opts: &InferOptions) -> Result<(), CliError> {
+    let format = args.format.as_deref().unwrap_or("text");
+    if format != "text" && format != "json" {
+        return Err(CliError::Input(format!(
+            "--format: '{format}' is not one of text, json (for --model)"
+        )));
+    }
+    if args.trials == 0 {
+        return Err(CliError::Input("--trials must be at least 1".into()));
+    }
+    let truth = topology::load_file(file)?;
+    let noise = noise_model(args)?;
+    let e = metrics::evaluate(&truth, &noise, opts, args.trials, args.seed, args.queries).map_err(infer_error)?;
+    let report = Report {
+        model: file.display().to_string(),
+        noise: args.noise.clone(),
+        strategy: opts.strategy,
+        seed: args.seed,
+        evaluation: &e,
+    };
+    if format == "json" {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&report).map_err(|e| CliError::Failed(e.to_string()))?
+        );
+        return Ok(());
+    }
+    println!(
+        "model {} ({} hosts), noise {}, strategy {:?}, {} trial(s) from seed {}",
+        report.model, e.hosts, report.noise, report.strategy, e.trials, args.seed
+    );
+    println!("exact leaf-switch partition   {:.1}% of trials", 100.0 * e.exact_partition_rate);
+    println!(
+        "shared-link query errors      fp {:.4}%  fn {:.4}%  ({} queries per trial)",
+        100.0 * e.shared_link_fp_rate,
+        100.0 * e.shared_link_fn_rate,
+        args.queries
+    );
+    println!(
+        "pairs measured                {:.2}% (max {:.2}%)",
+        100.0 * e.pairs_measured_fraction,
+        100.0 * e.max_pairs_measured_fraction
+    );
+    println!("rounds                        {:.1}", e.rounds);
+    println!(
+        "virtual probe time            {:.4} s (max {:.4} s)",
+        e.virtual_probe_time_s, e.max_virtual_probe_time_s
+    );
+    if e.trials > 1 {
+        println!("trial  seed  exact  fp%      fn%      pairs%  rounds  time_s");
+        for (i, t) in e.per_trial.iter().enumerate() {
+            println!(
+                "{i:5}  {:4}  {:5}  {:7.4}  {:7.4}  {:6.2}  {:6}  {:.4}",
+                t.seed,
+                if t.exact_partition { "yes" } else { "no" },
+                100.0 * t.shared_link_fp_rate,
+                100.0 * t.shared_link_fn_rate,
+                100.0 * t.pairs_measured_fraction,
+                t.rounds,
+                t.virtual_probe_time_s
+            );
+        }
+    }
+    Ok(())
 }

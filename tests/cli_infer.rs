@@ -1,0 +1,140 @@
+//! `treecast infer`: output on success; exit code 2 and a one-line error on bad input.
+
+use std::path::PathBuf;
+use std::process::Command;
+use treecast::probe::{NoiseModel, Prober, SimProber};
+use treecast::topology::gen::Tree;
+use treecast::topology::{rtt_csv, RttMatrix};
+
+fn treecast(args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_treecast"))
+        .args(args)
+        .output()
+        .expect("run treecast");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+fn shipped(file: &str) -> String {
+    format!("{}/topologies/{file}", env!("CARGO_MANIFEST_DIR"))
+}
+
+/// Write `text` to a fresh temporary file and return its path.
+fn temp(name: &str, text: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("treecast-cli-infer-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let p = dir.join(name);
+    std::fs::write(&p, text).unwrap();
+    p
+}
+
+/// The noise-free RTT matrix of a 3 x 3 fat tree (hosts h000..h008, 3 per leaf switch).
+fn matrix() -> RttMatrix {
+    let t = Tree::fat_tree(3, 3).build().unwrap();
+    let p = SimProber::new(&t, NoiseModel::default(), 1).unwrap();
+    let n = p.num_hosts();
+    RttMatrix {
+        hosts: (0..n).map(|h| p.host_name(h).to_string()).collect(),
+        rtt_us: (0..n)
+            .map(|i| (0..n).map(|j| Some(p.true_rtt(i, j) * 1e6)).collect())
+            .collect(),
+    }
+}
+
+fn assert_input_error(args: &[&str], needle: &str) {
+    let (code, out, err) = treecast(args);
+    assert_eq!(code, 2, "{args:?}: {out}{err}");
+    assert_eq!(err.trim().lines().count(), 1, "one-line error: {err}");
+    assert!(err.contains(needle), "{args:?}: '{err}' lacks '{needle}'");
+}
+
+#[test]
+fn infers_groups_from_a_matrix() {
+    let p = temp("full.csv", &rtt_csv::to_string(&matrix()));
+    let (code, out, err) = treecast(&["infer", "--rtt", p.to_str().unwrap(), "--format", "groups"]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(out, "h000 h001 h002\nh003 h004 h005\nh006 h007 h008\n");
+    let (code, out, _) = treecast(&["infer", "--rtt", p.to_str().unwrap()]);
+    assert_eq!(code, 0);
+    let t = treecast::topology::json::from_str(&out, "stdout").unwrap();
+    assert_eq!(t.vertices_of_kind(treecast::topology::VertexKind::Node).len(), 9);
+    let (code, out, _) = treecast(&["infer", "--rtt", p.to_str().unwrap(), "--format", "slurm"]);
+    assert_eq!(code, 0);
+    assert!(out.contains("SwitchName="), "{out}");
+}
+
+#[test]
+fn bad_matrices_are_input_errors() {
+    let good = rtt_csv::to_string(&matrix());
+    let mut lines: Vec<String> = good.lines().map(String::from).collect();
+    // Ragged: drop the last cell of row 3.
+    let mut ragged = lines.clone();
+    let cut = ragged[3].rfind(',').unwrap();
+    ragged[3].truncate(cut);
+    let p = temp("ragged.csv", &(ragged.join("\n") + "\n"));
+    assert_input_error(&["infer", "--rtt", p.to_str().unwrap()], "ragged.csv");
+    // Asymmetric far beyond measurement noise: 13 ms one way.
+    let mut cells: Vec<String> = lines[1].split(',').map(String::from).collect();
+    cells[2] = "13000".into();
+    lines[1] = cells.join(",");
+    let p = temp("asym.csv", &(lines.join("\n") + "\n"));
+    assert_input_error(&["infer", "--rtt", p.to_str().unwrap()], "asym.csv");
+    // Negative.
+    let neg = good.replacen(",0,", ",0,-", 1);
+    let p = temp("neg.csv", &neg);
+    assert_input_error(&["infer", "--rtt", p.to_str().unwrap()], "neg.csv");
+    // Missing: nothing known about h000 except to itself.
+    let mut m = matrix();
+    for k in 1..m.hosts.len() {
+        m.rtt_us[0][k] = None;
+        m.rtt_us[k][0] = None;
+    }
+    let p = temp("holes.csv", &rtt_csv::to_string(&m));
+    assert_input_error(&["infer", "--rtt", p.to_str().unwrap()], "h000");
+    assert_input_error(&["infer", "--rtt", "/nonexistent/x.csv"], "/nonexistent/x.csv");
+}
+
+#[test]
+fn model_evaluation_reports() {
+    let model = shipped("fat-tree-4x4.json");
+    let (code, out, err) = treecast(&[
+        "infer", "--model", &model, "--noise", "lomax:scale_us=0.2,alpha=1.5", "--trials", "2", "--format", "json",
+        "--queries", "2000",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    for key in [
+        "trials",
+        "exact_partition_rate",
+        "shared_link_fp_rate",
+        "shared_link_fn_rate",
+        "pairs_measured_fraction",
+        "rounds",
+        "virtual_probe_time_s",
+    ] {
+        assert!(v.get(key).is_some_and(|x| x.is_number()), "missing {key}: {out}");
+    }
+    assert_eq!(v["trials"], 2);
+    assert_eq!(v["exact_partition_rate"], 1.0);
+    assert!(v["virtual_probe_time_s"].as_f64().unwrap() > 0.0);
+    let (code, out, _) = treecast(&["infer", "--model", &model, "--queries", "100"]);
+    assert_eq!(code, 0);
+    assert!(out.contains("exact leaf-switch partition   100.0%"), "{out}");
+}
+
+#[test]
+fn bad_options_are_input_errors() {
+    let model = shipped("fat-tree-4x4.json");
+    assert_input_error(&["infer", "--model", &model, "--noise", "gauss:sd_us=1"], "--noise");
+    assert_input_error(&["infer", "--model", &model, "--trials", "0"], "--trials");
+    assert_input_error(&["infer", "--model", &model, "--format", "dot"], "--format");
+    assert_input_error(&["infer", "--model", &model, "--strategy", "magic"], "--strategy");
+    assert_input_error(&["infer", "--model", &model, "--loaded", "h001"], "--loaded");
+    assert_input_error(&["infer", "--model", &model, "--loaded", "nohost=5"], "nohost");
+    assert_input_error(&["infer", "--model", "/nonexistent/t.json"], "/nonexistent/t.json");
+    let (code, _, _) = treecast(&["infer"]);
+    assert_eq!(code, 2);
+}
