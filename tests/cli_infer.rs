@@ -101,8 +101,17 @@ fn bad_matrices_are_input_errors() {
 fn model_evaluation_reports() {
     let model = shipped("fat-tree-4x4.json");
     let (code, out, err) = treecast(&[
-        "infer", "--model", &model, "--noise", "lomax:scale_us=0.2,alpha=1.5", "--trials", "2", "--format", "json",
-        "--queries", "2000",
+        "infer",
+        "--model",
+        &model,
+        "--noise",
+        "lomax:scale_us=0.2,alpha=1.5",
+        "--trials",
+        "2",
+        "--format",
+        "json",
+        "--queries",
+        "2000",
     ]);
     assert_eq!(code, 0, "{err}");
     let v: serde_json::Value = serde_json::from_str(&out).unwrap();

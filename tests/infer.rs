@@ -192,8 +192,18 @@ fn bandwidth_map_finds_link_speeds() {
     // 10 Gbit/s, 8:1 carry 5 Gbit/s. (With faster uplinks than host links, the host links would
     // hide them: the paper's stated limitation.)
     for (t, up) in [
-        (treecast::topology::gen::Tree::oversubscribed(4, 4, 4.0).build().unwrap(), 1.25e9),
-        (treecast::topology::gen::Tree::oversubscribed(4, 4, 8.0).build().unwrap(), 6.25e8),
+        (
+            treecast::topology::gen::Tree::oversubscribed(4, 4, 4.0)
+                .build()
+                .unwrap(),
+            1.25e9,
+        ),
+        (
+            treecast::topology::gen::Tree::oversubscribed(4, 4, 8.0)
+                .build()
+                .unwrap(),
+            6.25e8,
+        ),
     ] {
         let r = run(
             &t,
@@ -214,7 +224,13 @@ fn bandwidth_map_finds_link_speeds() {
             } else {
                 1.25e9
             };
-            assert!((l.ab.bandwidth_bps - want).abs() < 1.0, "{}-{}: {}", a.name, b.name, l.ab.bandwidth_bps);
+            assert!(
+                (l.ab.bandwidth_bps - want).abs() < 1.0,
+                "{}-{}: {}",
+                a.name,
+                b.name,
+                l.ab.bandwidth_bps
+            );
         }
     }
 }
@@ -238,9 +254,12 @@ fn rtt_matrix_input_and_missing_pairs() {
     assert!(r.stats.probe.pairs_measured_fraction() < 1.0);
     // Without any value for h000, inference cannot place it: the error names a pair with it.
     let mut holes = full;
-    for k in 1..n {
-        holes[0][k] = None;
-        holes[k][0] = None;
+    for (k, row) in holes.iter_mut().enumerate() {
+        if k == 0 {
+            row.iter_mut().skip(1).for_each(|c| *c = None);
+        } else {
+            row[0] = None;
+        }
     }
     let mut mp = MatrixProber::new(&RttMatrix { hosts, rtt_us: holes }, "m.csv").unwrap();
     let e = infer(&mut mp, &InferOptions::default()).unwrap_err().to_string();

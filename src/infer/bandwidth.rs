@@ -136,9 +136,7 @@ fn representative(
     let mut stack = vec![(c, f64::INFINITY, 0.0)];
     while let Some((v, bw, lat)) = stack.pop() {
         if let Some(h) = t.host_of(v) {
-            let better = best.map_or(true, |(bh, bb, bl)| {
-                bw > bb || (bw == bb && (lat < bl || (lat == bl && h < bh)))
-            });
+            let better = best.is_none_or(|(bh, bb, bl)| bw > bb || (bw == bb && (lat < bl || (lat == bl && h < bh))));
             if better {
                 best = Some((h, bw, lat));
             }
@@ -181,8 +179,8 @@ fn bfs(t: &WorkTree, r: usize) -> (HashMap<usize, Option<usize>>, Vec<usize>) {
     while i < order.len() {
         let v = order[i];
         for w in t.neighbors(v) {
-            if !parent.contains_key(&w) {
-                parent.insert(w, Some(v));
+            if let std::collections::hash_map::Entry::Vacant(e) = parent.entry(w) {
+                e.insert(Some(v));
                 order.push(w);
             }
         }

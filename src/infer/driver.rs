@@ -31,6 +31,9 @@ enum Want {
     Around(usize),
 }
 
+/// Searching hosts per committed host (each committed host serves one measurement per round).
+const CAPACITY: usize = 1;
+
 /// One tree being grown: the hosts waiting for it, the hosts searching it, and the order in
 /// which hosts were committed to it.
 #[derive(Clone, Debug, Default)]
@@ -182,7 +185,44 @@ impl<'p> Run<'p> {
         builders: &mut [Builder],
         params: &dyn Fn(&Store, &[&WorkTree]) -> LocateParams,
     ) -> Result<(), InferError> {
+        self.grow_feeding(builders, params, false)
+    }
+
+    /// [`grow`](Self::grow); with `feed`, the first builder (the skeleton: one host of each
+    /// other builder) also absorbs the other builders' hosts as they are committed there, each
+    /// builder's in its commit order (its early hosts anchor the later ones) and only once that
+    /// builder's first host is in the skeleton. What a builder measured among its hosts is
+    /// reused, so merging costs a few new measurements, made while the builders still grow.
+    pub fn grow_feeding(
+        &mut self,
+        builders: &mut [Builder],
+        params: &dyn Fn(&Store, &[&WorkTree]) -> LocateParams,
+        feed: bool,
+    ) -> Result<(), InferError> {
+        let mut fed: Vec<HashSet<usize>> = vec![HashSet::new(); builders.len()];
+        let mut feed_all = |builders: &mut [Builder]| -> usize {
+            let Some((main, rest)) = builders.split_first_mut() else {
+                return 0;
+            };
+            let mut added = 0;
+            for (j, b) in rest.iter().enumerate() {
+                let Some(&first) = b.committed.first() else { continue };
+                if main.tree.vertex_of(first).is_none() {
+                    continue;
+                }
+                for &h in &b.committed {
+                    if fed[j].insert(h) && main.tree.vertex_of(h).is_none() && !main.pending.contains(&h) {
+                        main.pending.push_back(h);
+                        added += 1;
+                    }
+                }
+            }
+            added
+        };
         loop {
+            if feed {
+                feed_all(builders);
+            }
             let trees: Vec<&WorkTree> = builders.iter().map(|b| &b.tree).collect();
             let p = params(&self.store, &trees);
             log::trace!(
@@ -197,7 +237,7 @@ impl<'p> Run<'p> {
                     wants.push((bi, h, w));
                 }
             }
-            if builders.iter().all(Builder::done) {
+            if builders.iter().all(Builder::done) && !(feed && feed_all(builders) > 0) {
                 return Ok(());
             }
             if wants.is_empty() {
@@ -250,7 +290,8 @@ impl<'p> Run<'p> {
                 .hosts()
                 .filter(|&h| {
                     let leaf = b.tree.leaf_len(h);
-                    self.placed_access[h] > a0 + p.flag_delta && ((leaf - a0).abs() > p.flag_delta || leaf <= p.tol_floor)
+                    self.placed_access[h] > a0 + p.flag_delta
+                        && ((leaf - a0).abs() > p.flag_delta || leaf <= p.tol_floor)
                 })
                 .collect();
             for h in suspects.into_iter().rev() {
@@ -263,7 +304,7 @@ impl<'p> Run<'p> {
         }
         let mut still = Vec::with_capacity(b.active.len());
         let mut queue: VecDeque<usize> = std::mem::take(&mut b.active).into();
-        let capacity = b.tree.num_hosts_in().max(1);
+        let capacity = CAPACITY * b.tree.num_hosts_in().max(1);
         // Hosts ahead of a waiting host that are not committed yet (searching, or waiting
         // themselves): a waiting host measured against one of them gets that measurement for
         // free once it is committed, so it waits rather than searching from scratch (its warm-up
@@ -276,7 +317,12 @@ impl<'p> Run<'p> {
                 Some(h) => h,
                 None if still.len() < capacity => match b.pending.pop_front() {
                     Some(h) => {
-                        let usable = self.store.partners(h).iter().filter(|&&x| b.tree.vertex_of(x).is_some()).count();
+                        let usable = self
+                            .store
+                            .partners(h)
+                            .iter()
+                            .filter(|&&x| b.tree.vertex_of(x).is_some())
+                            .count();
                         let awaited = self.store.partners(h).iter().any(|x| ahead.contains(x));
                         ahead.insert(h);
                         if usable < 2 && awaited {
@@ -291,7 +337,11 @@ impl<'p> Run<'p> {
             };
             match self.step(&b.tree, h, p) {
                 Step::Place { at, leaf } => {
-                    log::trace!("host {h} placed after {} measurements, leaf {:.3} us", self.steps[h], leaf * 1e6);
+                    log::trace!(
+                        "host {h} placed after {} measurements, leaf {:.3} us",
+                        self.steps[h],
+                        leaf * 1e6
+                    );
                     if self.steps[h] as usize > 4 * b.tree.num_hosts_in() + 40 {
                         self.counters.forced += 1;
                     }
@@ -359,9 +409,14 @@ impl<'p> Run<'p> {
             let server = match w {
                 Want::Host(x) => Some(x).filter(|x| !busy.contains(x) && !busy.contains(&h)),
                 // A commit earlier in the pass may have split the link at -> via.
-                Want::Branch(b, reach) => {
-                    tree.host_at_distance(Branch { at: b.at, via: tree.toward(b.at, b.via) }, reach, free)
-                }
+                Want::Branch(b, reach) => tree.host_at_distance(
+                    Branch {
+                        at: b.at,
+                        via: tree.toward(b.at, b.via),
+                    },
+                    reach,
+                    free,
+                ),
                 Want::Around(v) => tree
                     .neighbors(v)
                     .into_iter()
@@ -447,7 +502,9 @@ impl<'p> Run<'p> {
             // find_close_host's filter: drop candidates surely farther (> 3x) or no closer (< x/3).
             for &(h, j) in &pairs {
                 let Some(m) = close.get_mut(&h) else { continue };
-                let (Some(x), Some(vj)) = (self.store.get(h, j), b.tree.vertex_of(j)) else { continue };
+                let (Some(x), Some(vj)) = (self.store.get(h, j), b.tree.vertex_of(j)) else {
+                    continue;
+                };
                 let t = &b.tree;
                 m.retain(|&k| {
                     let y = t.dist(t.vertex_of(k).unwrap(), vj);

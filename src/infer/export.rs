@@ -50,7 +50,10 @@ pub(crate) fn to_topology(
     let fit_of = |h: usize, leaf: f64| {
         fit_host_link(
             leaf,
-            store.raw.iter().filter(|m| (m.a == h || m.b == h) && !store.is_bad(m.a, m.b)),
+            store
+                .raw
+                .iter()
+                .filter(|m| (m.a == h || m.b == h) && !store.is_bad(m.a, m.b)),
         )
     };
     if t.is_host(root) {
@@ -91,7 +94,7 @@ fn min_host_names(t: &WorkTree, names: &[String]) -> HashMap<usize, String> {
         let mut best: Option<String> = t.host_of(v).map(|h| names[h].clone());
         for c in t.children(v) {
             let m = &out[c];
-            if best.as_ref().map_or(true, |b| m < b) {
+            if best.as_ref().is_none_or(|b| m < b) {
                 best = Some(m.clone());
             }
         }

@@ -51,7 +51,11 @@ mod tests {
         assert_eq!(f.pareto, Some((2e-6, f64::INFINITY)));
         let (mean, sd) = f.normal.unwrap();
         assert!((mean - 2e-6).abs() < 1e-18 && sd < 1e-18, "{mean} {sd}");
-        assert!(fit_host_link(2e-6, std::iter::once(&PairMeasurement::from_set_minima(0, 1, &[1.0; 3]))).is_none());
+        assert!(fit_host_link(
+            2e-6,
+            std::iter::once(&PairMeasurement::from_set_minima(0, 1, &[1.0; 3]))
+        )
+        .is_none());
     }
 
     #[test]
@@ -61,7 +65,7 @@ mod tests {
         let k = 1e-6;
         let e = 0.5f64.exp();
         let mut rtts = vec![10e-6];
-        rtts.extend(std::iter::repeat(10e-6 + 2.0 * k * (e - 1.0)).take(9));
+        rtts.extend(std::iter::repeat_n(10e-6 + 2.0 * k * (e - 1.0), 9));
         let m = PairMeasurement {
             a: 0,
             b: 1,

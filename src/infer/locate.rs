@@ -81,7 +81,7 @@ pub(crate) fn locate(t: &WorkTree, s: &Store, h: usize, p: &LocateParams) -> Ste
     };
     let access = if p.exhaustive { None } else { p.access };
     // Is a leaf longer than an access link (so a hidden switch or link may hide in it)?
-    let long = |l: f64| access.map_or(true, |a0| l > a0 + p.flag_delta || l < a0 - p.flag_delta);
+    let long = |l: f64| access.is_none_or(|a0| l > a0 + p.flag_delta || l < a0 - p.flag_delta);
     if obs.len() == 1 {
         let p0 = t.host_parent(a).expect("a tree host has a neighbour");
         // One measurement suffices when both the anchor's leaf and the implied leaf of H at the
@@ -127,12 +127,12 @@ pub(crate) fn locate(t: &WorkTree, s: &Store, h: usize, p: &LocateParams) -> Ste
             // g < 0: d(H,B) exceeds d(H,a) + d(a,B) (B's value too large); g > dab: d(H,B) is
             // shorter than d(a,B) - d(H,a) allows (a's value too large).
             let (excess, blame) = if g < 0.0 { (-g, b) } else { (g - dab, a) };
-            if excess > tol && worst.map_or(true, |w| excess / tol > w.0) {
+            if excess > tol && worst.is_none_or(|w| excess / tol > w.0) {
                 worst = Some((excess / tol, blame, 0.0));
             }
         }
         let g = g.max(0.0).min(dab.max(0.0));
-        if best.map_or(true, |x| g > x.0) {
+        if best.is_none_or(|x| g > x.0) {
             best = Some((g, b, vb, tol));
         }
     }
@@ -148,7 +148,7 @@ pub(crate) fn locate(t: &WorkTree, s: &Store, h: usize, p: &LocateParams) -> Ste
         for &(b, vb, ob) in &obs {
             let r = ob.d - (t.dist_point(vb, at) + leaf);
             let tol = p.tol(oa.u, ob.u);
-            if r.abs() > 3.0 * tol && worst.map_or(true, |w| r.abs() / tol > w.0) {
+            if r.abs() > 3.0 * tol && worst.is_none_or(|w| r.abs() / tol > w.0) {
                 // Too long: B's value is suspect. Too short: the anchor's value is too long.
                 worst = Some((r.abs() / tol, if r > 0.0 { b } else { a }, r));
             }
@@ -177,10 +177,7 @@ pub(crate) fn locate(t: &WorkTree, s: &Store, h: usize, p: &LocateParams) -> Ste
                 }
             }
             if let Some((v, leaf)) = best_fitting_switch(t, &obs, va) {
-                return Step::Place {
-                    at: Point::At(v),
-                    leaf,
-                };
+                return Step::Place { at: Point::At(v), leaf };
             }
         }
     }
@@ -204,7 +201,8 @@ pub(crate) fn locate(t: &WorkTree, s: &Store, h: usize, p: &LocateParams) -> Ste
                 .into_iter()
                 .filter(|&w| {
                     !explored.contains(&w)
-                        && t.nearest_hosts(Branch { at: v, via: w }, 1, |x| s.get(h, x).is_none()).is_empty()
+                        && t.nearest_hosts(Branch { at: v, via: w }, 1, |x| s.get(h, x).is_none())
+                            .is_empty()
                 })
                 .collect();
             explored.extend(exhausted);
@@ -229,7 +227,10 @@ fn switch_near(t: &WorkTree, p: Point) -> Option<usize> {
     match p {
         Point::At(v) if !t.is_host(v) => Some(v),
         Point::At(v) => t.host_parent(t.host_of(v)?).filter(|&x| !t.is_host(x)),
-        Point::On { child, .. } => [Some(child), t.parent(child)].into_iter().flatten().find(|&x| !t.is_host(x)),
+        Point::On { child, .. } => [Some(child), t.parent(child)]
+            .into_iter()
+            .flatten()
+            .find(|&x| !t.is_host(x)),
     }
 }
 
@@ -249,7 +250,7 @@ fn best_fitting_switch(t: &WorkTree, obs: &[(usize, usize, Obs)], va: usize) -> 
         leaves.sort_by(f64::total_cmp);
         let leaf = leaves[(leaves.len() - 1) / 2];
         let cost: f64 = leaves.iter().map(|l| (l - leaf).abs()).sum();
-        if best.map_or(true, |b| cost < b.0) {
+        if best.is_none_or(|b| cost < b.0) {
             best = Some((cost, c, leaf.max(0.0)));
         }
     }
@@ -272,13 +273,13 @@ fn next_branch(
             continue;
         }
         if let Some(hw) = t.host_of(w) {
-            if check_host(hw) && host_leaf.map_or(true, |x| hw < x) {
+            if check_host(hw) && host_leaf.is_none_or(|x| hw < x) {
                 host_leaf = Some(hw);
             }
             continue;
         }
         let n = t.branch_host_count(Branch { at: v, via: w });
-        if best.map_or(true, |(bn, bw)| n > bn || (n == bn && w < bw)) {
+        if best.is_none_or(|(bn, bw)| n > bn || (n == bn && w < bw)) {
             best = Some((n, w));
         }
     }

@@ -141,7 +141,9 @@ impl std::error::Error for InferError {}
 pub fn infer(prober: &mut dyn Prober, opts: &InferOptions) -> Result<Inferred, InferError> {
     let n = prober.num_hosts();
     if n == 0 {
-        return Err(InferError::Probe(ProbeError::BadRequest("no hosts to infer a tree over".into())));
+        return Err(InferError::Probe(ProbeError::BadRequest(
+            "no hosts to infer a tree over".into(),
+        )));
     }
     let names: Vec<String> = (0..n).map(|h| prober.host_name(h).to_string()).collect();
     let mut run = driver::Run::new(prober, opts.ping, opts.seed);
@@ -178,29 +180,22 @@ pub fn infer(prober: &mut dyn Prober, opts: &InferOptions) -> Result<Inferred, I
             // their near ones, instead of after them.
             let mut builders: Vec<Builder> = Vec::new();
             if groups.len() > 1 {
-                builders.push(Builder::new(n, groups.iter().map(|g| g[0]).collect()));
+                builders.push(Builder::new(
+                    n,
+                    groups.iter().flat_map(|g| g.iter().take(2).copied()).collect(),
+                ));
             }
             builders.extend(groups.into_iter().map(|g| Builder::new(n, g.into())));
-            run.grow(&mut builders, &batch_params)?;
-            let mut main = builders.remove(0);
-            if !builders.is_empty() {
-                // Merge: insert the blocks' hosts into the skeleton, each block in its own
-                // commit order (its early hosts anchor the later ones), blocks interleaved so
-                // they proceed concurrently. What a block measured is reused, so a block costs
-                // a few new measurements.
-                let mut queues: Vec<VecDeque<usize>> = builders
-                    .into_iter()
-                    .map(|b| b.committed.into_iter().filter(|&h| main.tree.vertex_of(h).is_none()).collect())
-                    .collect();
-                let mut pending = VecDeque::new();
-                while queues.iter().any(|q| !q.is_empty()) {
-                    for q in &mut queues {
-                        pending.extend(q.pop_front());
-                    }
-                }
-                main.pending = pending;
+            let feed = builders.len() > 1;
+            run.grow_feeding(&mut builders, &batch_params, feed)?;
+            let mut main = builders.swap_remove(0);
+            // Hosts a block moved after they were merged (or never merged) go in now.
+            let missing: VecDeque<usize> = (0..n).filter(|&h| main.tree.vertex_of(h).is_none()).collect();
+            if !missing.is_empty() {
+                main.pending = missing;
                 run.grow(std::slice::from_mut(&mut main), &batch_params)?;
             }
+            log::trace!("insertion done; refining");
             let r = refine::refine(&mut run, &mut main, &batch_params)?;
             stats.relocated = r.relocated + run.counters.relocated;
             stats.merged = r.merged;
@@ -259,7 +254,13 @@ fn spread_pairs(n: usize, offset: usize) -> Vec<usize> {
     let pairs = n.div_ceil(2);
     let bits = pairs.next_power_of_two().trailing_zeros();
     (0..pairs.next_power_of_two())
-        .map(|i| if bits == 0 { 0 } else { i.reverse_bits() >> (usize::BITS - bits) })
+        .map(|i| {
+            if bits == 0 {
+                0
+            } else {
+                i.reverse_bits() >> (usize::BITS - bits)
+            }
+        })
         .filter(|&p| p < pairs)
         .map(|p| (p + offset) % pairs)
         .flat_map(|p| [2 * p, 2 * p + 1])

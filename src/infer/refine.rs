@@ -57,7 +57,9 @@ pub(crate) fn refine(
                 continue;
             }
             let leaf = main.tree.leaf_len(h);
-            let long = p.access.map_or(true, |a0| (leaf - a0).abs() > p.flag_delta || leaf <= p.tol_floor);
+            let long = p
+                .access
+                .is_none_or(|a0| (leaf - a0).abs() > p.flag_delta || leaf <= p.tol_floor);
             if !long && inconsistent(&main.tree, &run.store, h, &p) < 2 {
                 continue;
             }
@@ -75,6 +77,7 @@ pub(crate) fn refine(
                 _ => pending.push_back(h),
             }
         }
+        log::trace!("verification: {} hosts to locate again", pending.len());
         if pending.is_empty() {
             break;
         }
@@ -131,7 +134,11 @@ fn merge_duplicate_siblings(run: &mut Run, t: &mut WorkTree, p: &LocateParams) -
                 if across.contains_key(&(v, w1.min(w2), w1.max(w2))) {
                     continue;
                 }
-                let near = |w| t.nearest_hosts(Branch { at: v, via: w }, 1, |_| true).first().map(|x| x.1);
+                let near = |w| {
+                    t.nearest_hosts(Branch { at: v, via: w }, 1, |_| true)
+                        .first()
+                        .map(|x| x.1)
+                };
                 if let (Some(a), Some(b)) = (near(w1), near(w2)) {
                     if busy.insert((a.min(b), a.max(b))) {
                         need.push((a, b));
@@ -140,6 +147,7 @@ fn merge_duplicate_siblings(run: &mut Run, t: &mut WorkTree, p: &LocateParams) -
             }
         }
     }
+    log::trace!("duplicate-switch check: {} pairs to measure", need.len());
     for round in crate::probe::matching_rounds(&need) {
         run.measure(&round)?;
     }
@@ -241,7 +249,7 @@ fn merge_threshold(t: &WorkTree, noise: f64) -> f64 {
             continue;
         }
         let ratio = hi / lo;
-        if ratio >= 3.0 && best.map_or(true, |b| ratio > b.0) {
+        if ratio >= 3.0 && best.is_none_or(|b| ratio > b.0) {
             best = Some((ratio, (lo * hi).sqrt()));
         }
     }

@@ -317,7 +317,7 @@ impl WorkTree {
         while let Some((x, from, d)) = stack.pop() {
             if let Some(h) = self.host_of[x].filter(|&h| ok(h)) {
                 let key = ((d - target).abs(), d, h);
-                if best.map_or(true, |bb| key < bb) {
+                if best.is_none_or(|bb| key < bb) {
                     best = Some(key);
                 }
             }
@@ -376,7 +376,10 @@ impl WorkTree {
             Point::At(v) => v,
             Point::On { child, up } => self.split(child, up),
         };
-        assert!(!self.is_host(at), "hosts are leaves: cannot attach below host vertex {at}");
+        assert!(
+            !self.is_host(at),
+            "hosts are leaves: cannot attach below host vertex {at}"
+        );
         let h = self.new_vertex(Some(host));
         self.parent[h] = Some(at);
         self.len[h] = leaf.max(0.0);
@@ -564,8 +567,14 @@ mod tests {
         let b = Branch { at: x, via: v(1) };
         assert_eq!(t.toward(x, v(1)), v(1));
         assert_eq!(t.branch_host_count(b), 1);
-        assert_eq!(t.nearest_hosts(Branch { at: v(0), via: x }, 5, |_| true), vec![(5.0, 2), (7.0, 1)]);
-        assert_eq!(t.nearest_hosts(Branch { at: v(0), via: x }, 5, |h| h != 2), vec![(7.0, 1)]);
+        assert_eq!(
+            t.nearest_hosts(Branch { at: v(0), via: x }, 5, |_| true),
+            vec![(5.0, 2), (7.0, 1)]
+        );
+        assert_eq!(
+            t.nearest_hosts(Branch { at: v(0), via: x }, 5, |h| h != 2),
+            vec![(7.0, 1)]
+        );
         // Snapping: 2.9 from h0 towards h1 within 0.2 of X snaps; with 0.05 it does not.
         assert_eq!(t.point_on_path(v(0), v(1), 2.9, 0.2), Point::At(x));
         assert!(matches!(t.point_on_path(v(0), v(1), 2.9, 0.05), Point::On { .. }));

@@ -180,7 +180,10 @@ mod tests {
         assert!(e.contains("row of host 'h1' has 1 values"), "{e}");
         let half = matrix(vec![vec![Some(0.0), None], vec![Some(2.0), Some(0.0)]]);
         let mut p = MatrixProber::new(&half, "h.csv").unwrap();
-        assert!(p.ping_round(&[(0, 1)], &PingSpec::default()).is_ok(), "one direction is enough");
+        assert!(
+            p.ping_round(&[(0, 1)], &PingSpec::default()).is_ok(),
+            "one direction is enough"
+        );
         let diag = matrix(vec![vec![Some(1.0)]]);
         assert!(MatrixProber::new(&diag, "d.csv")
             .unwrap_err()

@@ -191,9 +191,9 @@ mod tests {
     fn improvement_resets_patience() {
         // 3, then 9 non-improving 4s, then 2 (improves), then 10 non-improving: 21 samples.
         let mut seq = vec![3.0];
-        seq.extend(std::iter::repeat(4.0).take(9));
+        seq.extend(std::iter::repeat_n(4.0, 9));
         seq.push(2.0);
-        seq.extend(std::iter::repeat(4.0).take(10));
+        seq.extend(std::iter::repeat_n(4.0, 10));
         let spec = PingSpec {
             sets: 1,
             ..PingSpec::default()

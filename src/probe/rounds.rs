@@ -59,7 +59,7 @@ pub fn round_robin_rounds(n: usize) -> Vec<Vec<(usize, usize)>> {
     if n < 2 {
         return Vec::new();
     }
-    let m = if n % 2 == 0 { n } else { n + 1 }; // slot m-1 is a bye when n is odd
+    let m = if n.is_multiple_of(2) { n } else { n + 1 }; // slot m-1 is a bye when n is odd
     let mut rounds = Vec::with_capacity(m - 1);
     for r in 0..m - 1 {
         let mut round = Vec::with_capacity(m / 2);

@@ -113,7 +113,10 @@ fn from_matrix(file: &Path, format: &str, opts: &InferOptions) -> Result<(), Cli
 }
 
 fn noise_model(args: &Args) -> Result<NoiseModel, CliError> {
-    let jitter: NoiseSpec = args.noise.parse().map_err(|e| CliError::Input(format!("--noise: {e}")))?;
+    let jitter: NoiseSpec = args
+        .noise
+        .parse()
+        .map_err(|e| CliError::Input(format!("--noise: {e}")))?;
     if !(0.0..=1.0).contains(&args.stall_prob) {
         return Err(CliError::Input(format!(
             "--stall-prob: {} is not a probability in [0, 1]",
@@ -184,7 +187,10 @@ fn evaluate(file: &Path, args: &Args, opts: &InferOptions) -> Result<(), CliErro
         "model {} ({} hosts), noise {}, strategy {:?}, {} trial(s) from seed {}",
         report.model, e.hosts, report.noise, report.strategy, e.trials, args.seed
     );
-    println!("exact leaf-switch partition   {:.1}% of trials", 100.0 * e.exact_partition_rate);
+    println!(
+        "exact leaf-switch partition   {:.1}% of trials",
+        100.0 * e.exact_partition_rate
+    );
     println!(
         "shared-link query errors      fp {:.4}%  fn {:.4}%  ({} queries per trial)",
         100.0 * e.shared_link_fp_rate,
