@@ -1,13 +1,19 @@
 //! Running insertions against a prober, round by round.
 //!
-//! **Batch insertion** (beyond the paper, whose insertions are sequential): many hosts search
-//! the tree at once. In each round every active host asks for one measurement (to some host of
+//! **Parallel insertion** (beyond the paper, whose insertions are sequential): many hosts search
+//! a tree at once. In each round every searching host asks for one measurement (to some host of
 //! the branch it must explore next) and a scheduler turns those requests into disjoint pairs —
-//! the committed hosts are the servers, so the number of active hosts is kept at the number of
-//! committed ones and the tree roughly doubles every few rounds. A host whose search ends is
-//! committed at once, so the next host's search (in the same pass) already sees it: two new
-//! hosts of one unseen switch do not create two switches — the second snaps to the first's
-//! branch point and, if its leaf is long, checks the first one.
+//! committed hosts are the servers, so a tree lets as many hosts search as it holds and roughly
+//! doubles every few rounds. A host whose search ends is committed at once, so the next host's
+//! search (in the same pass) already sees it: two new hosts of one unseen switch do not create
+//! two switches — the second snaps to the first's branch point or, if its leaf is long, checks
+//! the first one.
+//!
+//! Several trees ([`Builder`]s) grow in the same rounds (their host sets are disjoint): the
+//! blocks of hosts close in host order, and a skeleton of two hosts per block that absorbs the
+//! blocks' hosts as they are committed ([`Run::grow_feeding`]). A host measured against a host
+//! still searching waits for it rather than searching from scratch: once that host is committed,
+//! the measurement is free.
 //!
 //! **Paper mode** reproduces seed 002's schedule for comparison: hosts are inserted one at a time
 //! in a random order, every branch (host siblings included) is checked, and the next ten hosts

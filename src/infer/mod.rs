@@ -3,20 +3,33 @@
 //! Entry point: [`infer`] runs probing rounds through any [`Prober`] and returns a host-level
 //! [`Topology`] (switches + one `node` leaf per host, named by host) with per-link latency, the
 //! bandwidth measured by the staged bandwidth map when asked for, and latency fits on host links.
+//! [`with_ranks`] hangs a job's ranks below their hosts again.
 //!
-//! Pipeline (each step in its own module):
-//! 1. [`locate`](self) — the paper's `add` with Eq. 1 and interval snapping, as a stateless search
-//!    (see `locate.rs`);
-//! 2. `driver` — **batch insertion**: every uncommitted host searches at once, requests become
-//!    rounds of disjoint pairs (the paper's "future work": parallel insertion);
-//! 3. `refine` — verification (hosts whose leaf is long enough to hide a switch are checked
-//!    against their siblings; hosts whose measurements disagree with the tree are re-located),
-//!    the **adaptive merge** of switches split by jitter (the paper's open problem), and a
-//!    least-squares refit of link latencies to every measurement;
-//! 4. `bandwidth` — the staged concurrent bandwidth map;
-//! 5. `export` — the `Topology`, and expansion to ranks.
+//! How (each step in its own module):
+//! 1. `locate` — the paper's `add` (Eq. 1, interval snapping, exclusion of the subtrees holding a
+//!    measured host) as a stateless search over everything measured from a host, plus
+//!    consistency checks with re-measurement (outliers), *access-length pruning* (a host whose
+//!    leaf is a plain access link cannot hide below any branch: where access links are alike, one
+//!    or two measurements place a host instead of the paper's O(ports)), and least-squares
+//!    placement of hosts whose own measurements are much noisier (a loaded host).
+//! 2. `driver` — **parallel insertion** (the paper's future work). A warm-up round measures
+//!    neighbours in host order; contiguous blocks of hosts (a locality hint: hostfile order) grow
+//!    their own trees concurrently, requests of all searching hosts packed into rounds of disjoint
+//!    pairs; a skeleton tree of two hosts per block grows in the same rounds, and the blocks' hosts
+//!    are merged into it as they are committed, reusing what the blocks measured. Without the hint,
+//!    one tree grows from a random order (doubling its hosts every few rounds).
+//! 3. `refine` — verification (hosts whose leaf is not a plain access link, or whose measurements
+//!    disagree with the tree, are located again; switches discovered twice are merged), a
+//!    least-squares refit of link latencies to every measurement, and the **adaptive merge** of
+//!    switches split by jitter (the paper's open problem: the threshold comes from the noise scale
+//!    and the largest gap among switch-to-switch link lengths).
+//! 4. `bandwidth` — the paper's staged concurrent bandwidth map.
+//! 5. `export` — the `Topology`, latency fits, and expansion to ranks.
 //!
 //! Accuracy metrics against a known tree live in [`metrics`].
+//!
+//! Everything here is pure: measurements come through the [`Prober`] trait only, so the same
+//! code runs over MPI, an RTT matrix, or a simulated tree of any size.
 
 mod bandwidth;
 mod driver;

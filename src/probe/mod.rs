@@ -59,7 +59,9 @@ impl std::error::Error for ProbeError {}
 ///
 /// # Contract (every implementation, including the MPI one)
 /// - Hosts are `0..num_hosts()`; `host_name(h)` is stable and unique (the MPI prober uses the
-///   processor name of each host's leader).
+///   processor name of each host's leader). Number hosts in the order of their lowest rank:
+///   ranks follow the hostfile / allocation order, which usually follows racks and switches, and
+///   inference uses host order as a locality hint (for speed only, never for correctness).
 /// - `ping_round(pairs, spec)`: `pairs` must be disjoint (no host twice), each `(a, b)` with
 ///   `a != b`, both in range — check with [`check_round`] and return `BadRequest` otherwise.
 ///   All pairs are measured **concurrently**; for each pair, host `a` runs [`ping_pair`] with

@@ -46,57 +46,32 @@ pub fn host_vertices(topo: &Topology) -> Vec<VertexId> {
 /// links gets an infinite rate.
 pub fn bandwidth_shares(topo: &Topology, flows: &[(VertexId, VertexId)]) -> Vec<f64> {
     // Resource key: (link, direction) for full duplex, (link, true) for half duplex.
-    let mut cap: HashMap<(usize, bool), f64> = HashMap::new();
-    let mut users: Vec<Vec<(usize, bool)>> = Vec::with_capacity(flows.len());
-    for &(a, b) in flows {
-        let mut res = Vec::new();
-        for d in topo.path(a, b) {
-            let link = topo.link(d.link);
-            let key = if link.duplex == Duplex::Half {
-                (d.link, true)
-            } else {
-                (d.link, d.forward)
-            };
-            let c = if link.duplex == Duplex::Half {
-                link.ab.bandwidth_bps
-            } else {
-                link.dir(d.forward).bandwidth_bps
-            };
-            if c.is_finite() {
-                cap.insert(key, c);
-                res.push(key);
-            }
-        }
-        users.push(res);
-    }
-    let mut rate = vec![f64::INFINITY; flows.len()];
-    let mut frozen = vec![false; flows.len()];
-    loop {
-        // Fair share of every resource among its unfrozen flows; freeze the tightest.
-        let mut count: HashMap<(usize, bool), usize> = HashMap::new();
-        for (f, res) in users.iter().enumerate() {
-            if !frozen[f] {
-                for &k in res {
-                    *count.entry(k).or_default() += 1;
-                }
-            }
-        }
-        let tightest = count
-            .iter()
-            .map(|(&k, &n)| (cap[&k] / n as f64, k))
-            .min_by(|x, y| x.0.total_cmp(&y.0).then(x.1.cmp(&y.1)));
-        let Some((share, key)) = tightest else { break };
-        for f in 0..flows.len() {
-            if !frozen[f] && users[f].contains(&key) {
-                frozen[f] = true;
-                rate[f] = share;
-                for &k in &users[f] {
-                    *cap.get_mut(&k).unwrap() -= share;
-                }
-            }
-        }
-    }
-    rate
+    let mut index: HashMap<(usize, bool), usize> = HashMap::new();
+    let mut caps: Vec<f64> = Vec::new();
+    let users: Vec<(f64, Vec<usize>)> = flows
+        .iter()
+        .map(|&(a, b)| {
+            let res = topo
+                .path(a, b)
+                .into_iter()
+                .map(|d| {
+                    let link = topo.link(d.link);
+                    let half = link.duplex == Duplex::Half;
+                    let key = (d.link, half || d.forward);
+                    *index.entry(key).or_insert_with(|| {
+                        caps.push(if half {
+                            link.ab.bandwidth_bps
+                        } else {
+                            link.dir(d.forward).bandwidth_bps
+                        });
+                        caps.len() - 1
+                    })
+                })
+                .collect();
+            (f64::INFINITY, res)
+        })
+        .collect();
+    crate::sim::maxmin::reference(&caps, &users)
 }
 
 /// A prober over a known tree with simulated noise and a virtual clock.
