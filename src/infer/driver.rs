@@ -343,11 +343,19 @@ impl<'p> Run<'p> {
             };
             match self.step(&b.tree, h, p) {
                 Step::Place { at, leaf } => {
-                    log::trace!(
-                        "host {h} placed after {} measurements, leaf {:.3} us",
-                        self.steps[h],
-                        leaf * 1e6
-                    );
+                    if log::log_enabled!(log::Level::Trace) {
+                        let obs: Vec<(usize, f64)> = self
+                            .store
+                            .partners(h)
+                            .iter()
+                            .filter(|&&x| b.tree.vertex_of(x).is_some() && !self.store.is_bad(h, x))
+                            .map(|&x| (x, (self.store.get(h, x).unwrap().d * 1e8).round() / 100.0))
+                            .collect();
+                        log::trace!(
+                            "host {h} placed at {at:?}, leaf {:.3} us, from (host, us) {obs:?}",
+                            leaf * 1e6
+                        );
+                    }
                     if self.steps[h] as usize > 4 * b.tree.num_hosts_in() + 40 {
                         self.counters.forced += 1;
                     }
