@@ -281,9 +281,20 @@ impl<'p> Run<'p> {
             refit(&mut b.tree, &self.store, 0.0, 20);
         }
         if b.tree.num_hosts_in() == 0 {
-            // Not seeded yet: the seed pair is measured in a shared round first.
+            // Not seeded yet: the seed pair is measured in a shared round first. Everything
+            // else is placed against the seed link, so a seed measured once and far longer than
+            // is usual (a stalled window) is measured again first (its minimum is kept).
             match (b.pending.front().copied(), b.pending.get(1).copied()) {
-                (Some(a), Some(c)) if self.store.get(a, c).is_none() => return vec![(a, Want::Host(c))],
+                (Some(a), Some(c)) => {
+                    let suspect = match self.store.get(a, c) {
+                        None => true,
+                        Some(o) => self.store.times(a, c) < 2 && o.d > 10.0 * self.store.d_quantile(0.5),
+                    };
+                    if suspect {
+                        return vec![(a, Want::Host(c))];
+                    }
+                    self.seed_one(b);
+                }
                 _ => self.seed_one(b),
             }
         }

@@ -84,6 +84,16 @@ impl Store {
     pub fn pairs(&self) -> impl Iterator<Item = (usize, usize, Obs)> + '_ {
         self.obs.iter().map(|(&(a, b), &o)| (a, b, o))
     }
+    /// A quantile of the one-way distances of all pairs (0 when nothing was measured).
+    pub fn d_quantile(&self, q: f64) -> f64 {
+        let mut v: Vec<f64> = self.obs.values().map(|o| o.d).collect();
+        if v.is_empty() {
+            return 0.0;
+        }
+        let i = ((v.len() - 1) as f64 * q).round() as usize;
+        *v.select_nth_unstable_by(i, f64::total_cmp).1
+    }
+
     /// A quantile of all measurement uncertainties (0 when nothing was measured).
     pub fn u_quantile(&self, q: f64) -> f64 {
         if self.us.is_empty() {
