@@ -3,7 +3,14 @@
 //! Pure Rust, no MPI: planners are tested at thousands of ranks. The runtime asks
 //! [`default_plan`] for a plan per (root, size class) until a topology-aware planner is chosen.
 
+pub mod bound;
+pub mod canon;
+pub mod cost;
+pub mod greedy;
+pub mod optimal;
 mod schedule;
+#[doc(hidden)]
+pub mod testnets;
 pub mod trees;
 
 pub use schedule::{
