@@ -21,7 +21,12 @@ pub mod topology;
 pub mod util;
 
 // MPI-facing modules.
+pub mod api;
 pub mod capi;
+pub mod error;
 pub mod exec;
 pub mod profile;
 pub mod runtime;
+
+pub use api::{TopoBcast, TopoBuffer};
+pub use error::{Error, ErrorKind, Result};

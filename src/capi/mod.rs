@@ -1,1 +1,156 @@
-//! capi (being written).
+//! The C ABI (`include/treecast.h`), built into `libtreecast.so`.
+//!
+//! `topo_bcast` has exactly `MPI_Bcast`'s signature and returns MPI error codes. No panic
+//! crosses the boundary: every entry point runs under `catch_unwind` and turns a panic into
+//! `MPI_ERR_INTERN` with a message retrievable by `treecast_last_error`.
+//!
+//! For per-call-site profiles of C callers, `topo_bcast` is a two-instruction trampoline (on
+//! x86_64 and aarch64) that passes its own return address — the caller's call site — to the
+//! implementation at no measurable cost; elsewhere the call site is recorded as unknown.
+
+use crate::error::{Error, ErrorKind};
+use crate::profile::CallSite;
+use mpi::ffi::{MPI_Comm, MPI_Datatype};
+use std::cell::RefCell;
+use std::ffi::c_void;
+use std::os::raw::{c_char, c_int};
+
+thread_local! {
+    static LAST_ERROR: RefCell<String> = const { RefCell::new(String::new()) };
+}
+
+fn set_last_error(msg: &str) {
+    LAST_ERROR.with(|e| {
+        let mut e = e.borrow_mut();
+        e.clear();
+        e.push_str(msg);
+    });
+}
+
+/// Run `f`, mapping its error (or a panic) to an MPI error code and remembering the message.
+pub fn guard(f: impl FnOnce() -> crate::error::Result<()>) -> c_int {
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)) {
+        Ok(Ok(())) => mpi::ffi::MPI_SUCCESS as c_int,
+        Ok(Err(e)) => {
+            log::debug!("topo_bcast error: {e}");
+            set_last_error(&e.message);
+            e.mpi_code()
+        }
+        Err(panic) => {
+            let msg = panic
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| panic.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "unknown panic".into());
+            let e = Error::new(ErrorKind::Other, format!("internal error (panic): {msg}"));
+            set_last_error(&e.message);
+            mpi::ffi::MPI_ERR_INTERN as c_int
+        }
+    }
+}
+
+/// Implementation behind `topo_bcast`, with the caller's return address.
+///
+/// # Safety
+/// Same contract as `MPI_Bcast`.
+pub unsafe extern "C" fn bcast_from(
+    buffer: *mut c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    root: c_int,
+    comm: MPI_Comm,
+    return_address: usize,
+) -> c_int {
+    let site = if return_address != 0 {
+        CallSite::Address(return_address)
+    } else {
+        CallSite::Unknown
+    };
+    guard(|| crate::runtime::bcast(comm, buffer, count as i64, datatype, root, site))
+}
+
+/// `int topo_bcast(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm)`:
+/// drop-in replacement for `MPI_Bcast`.
+///
+/// # Safety
+/// Same contract as `MPI_Bcast`.
+#[cfg(target_arch = "x86_64")]
+#[unsafe(naked)]
+#[no_mangle]
+pub unsafe extern "C" fn topo_bcast(
+    _buffer: *mut c_void,
+    _count: c_int,
+    _datatype: MPI_Datatype,
+    _root: c_int,
+    _comm: MPI_Comm,
+) -> c_int {
+    // SysV: the five arguments are in rdi, rsi, rdx, rcx, r8; the return address is at [rsp].
+    // Pass it as the sixth argument (r9) and tail-jump, so bcast_from returns to our caller.
+    core::arch::naked_asm!("mov r9, [rsp]", "jmp {imp}", imp = sym bcast_from)
+}
+
+/// See the x86_64 version.
+///
+/// # Safety
+/// Same contract as `MPI_Bcast`.
+#[cfg(target_arch = "aarch64")]
+#[unsafe(naked)]
+#[no_mangle]
+pub unsafe extern "C" fn topo_bcast(
+    _buffer: *mut c_void,
+    _count: c_int,
+    _datatype: MPI_Datatype,
+    _root: c_int,
+    _comm: MPI_Comm,
+) -> c_int {
+    // AAPCS64: arguments in x0..x4, return address in x30.
+    core::arch::naked_asm!("mov x5, x30", "b {imp}", imp = sym bcast_from)
+}
+
+/// Portable version without call-site capture.
+///
+/// # Safety
+/// Same contract as `MPI_Bcast`.
+#[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
+#[no_mangle]
+pub unsafe extern "C" fn topo_bcast(
+    buffer: *mut c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    root: c_int,
+    comm: MPI_Comm,
+) -> c_int {
+    bcast_from(buffer, count, datatype, root, comm, 0)
+}
+
+/// `int treecast_init(MPI_Comm comm)`: collective; set up treecast's state for `comm` now
+/// (duplicate, topology) instead of at the first `topo_bcast`.
+///
+/// # Safety
+/// `comm` must be a valid communicator handle.
+#[no_mangle]
+pub unsafe extern "C" fn treecast_init(comm: MPI_Comm) -> c_int {
+    guard(|| {
+        crate::runtime::state::check_comm(comm)?;
+        crate::runtime::state::get_or_create(comm).map(|_| ())
+    })
+}
+
+/// `int treecast_last_error(char *buf, int len)`: copy the message of this thread's last
+/// treecast error (NUL-terminated, truncated to `len`), returning its full length.
+///
+/// # Safety
+/// `buf` must be writable for `len` bytes (or NULL with `len` 0 to query the length).
+#[no_mangle]
+pub unsafe extern "C" fn treecast_last_error(buf: *mut c_char, len: c_int) -> c_int {
+    LAST_ERROR.with(|e| {
+        let e = e.borrow();
+        let bytes = e.as_bytes();
+        if !buf.is_null() && len > 0 {
+            let n = bytes.len().min(len as usize - 1);
+            std::ptr::copy_nonoverlapping(bytes.as_ptr(), buf as *mut u8, n);
+            *buf.add(n) = 0;
+        }
+        bytes.len() as c_int
+    })
+}

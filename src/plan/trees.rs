@@ -19,7 +19,7 @@ pub fn knomial(n: u32, root: u32, k: u32) -> Vec<Vec<u32>> {
         // The lowest non-zero base-k digit of vr marks where vr hangs; its children use the
         // digit positions below that one.
         let mut span = 1u64;
-        while span < n as u64 && (vr / span) % k as u64 == 0 {
+        while span < n as u64 && (vr / span).is_multiple_of(k as u64) {
             span *= k as u64;
         }
         // Positions below `span`, largest first.

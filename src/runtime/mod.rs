@@ -1,1 +1,26 @@
-//! runtime (being written).
+//! Runtime inside an MPI job: per-communicator state, configuration, and the broadcast entry
+//! point shared by the Rust API, the C ABI and the interposer.
+
+pub mod bcast;
+pub mod config;
+pub mod planner;
+pub mod prober;
+pub mod state;
+pub mod topo;
+
+pub use bcast::bcast;
+pub use config::{config, Config};
+
+/// The topology treecast uses for `comm` (setting up its state first if needed; collective on
+/// first use) and where it came from.
+///
+/// # Safety
+/// `comm` must be a valid intra-communicator handle.
+pub unsafe fn comm_topology(
+    comm: mpi::ffi::MPI_Comm,
+) -> crate::error::Result<(Option<std::sync::Arc<crate::topology::Topology>>, topo::Source)> {
+    state::check_comm(comm)?;
+    let slot = state::get_or_create(comm)?;
+    let st = slot.lock().unwrap_or_else(|p| p.into_inner());
+    Ok((st.planner.topology_arc(), st.planner.source().clone()))
+}

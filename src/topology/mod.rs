@@ -628,5 +628,21 @@ mod tests {
         assert!(b.build().unwrap_err().to_string().contains("rank 0 is missing"));
     }
 }
+mod canon;
+mod decimal;
+pub mod dot;
+pub mod gen;
+mod groups;
+pub mod hostlist;
 pub mod io;
-pub use io::RttMatrix;
+pub mod json;
+mod jsontext;
+pub mod rtt_csv;
+pub mod slurm;
+pub mod text;
+pub use canon::{CanonicalForm, CanonicalLink};
+pub use groups::groups_string;
+pub use io::{load_file, save_file, Format, RttMatrix};
+
+#[cfg(test)]
+mod io_tests;

@@ -1,3 +1,4 @@
 //! Small shared helpers.
 
 pub mod rng;
+pub mod svg;

@@ -5,11 +5,15 @@
 
 use clap::{Parser, Subcommand};
 
+mod bench;
 mod cli_error;
 mod estimate;
 mod infer;
 mod plan;
+mod probe;
+mod report;
 mod simulate;
+mod topology;
 
 use cli_error::CliError;
 
@@ -34,6 +38,14 @@ enum Command {
     Simulate(simulate::Args),
     /// Expected maximum and quantiles of collective time from latency models or samples.
     Estimate(estimate::Args),
+    /// (under mpirun) topo_bcast vs MPI_Bcast median times and their ratio.
+    Bench(bench::Args),
+    /// (under mpirun) The network tree of the live job: hosts, then file, cache or RTT probing.
+    Probe(probe::Args),
+    /// Text table and SVG charts of a profile written by TREECAST_PROFILE.
+    Report(report::Args),
+    /// Generate model topologies and convert between topology formats.
+    Topology(topology::Args),
 }
 
 fn main() {
@@ -44,6 +56,10 @@ fn main() {
         Command::Plan(a) => plan::run(a),
         Command::Simulate(a) => simulate::run(a),
         Command::Estimate(a) => estimate::run(a),
+        Command::Bench(a) => bench::run(a),
+        Command::Report(a) => report::run(a),
+        Command::Probe(a) => probe::run(a),
+        Command::Topology(a) => topology::run(a),
     };
     if let Err(e) = result {
         eprintln!("treecast: {e}");

@@ -1,0 +1,458 @@
+//! MPI test program (run under mpirun by `tests/mpi_bcast.rs`): checks `topo_bcast` against
+//! `MPI_Bcast` byte for byte, and checks error behaviour.
+//!
+//! Modes:
+//! - `check_bcast match TYPE:COMM:SIZE ...` — for each case and every root, broadcast the same
+//!   data with MPI_Bcast and with topo_bcast into identically initialised buffers and compare
+//!   the whole buffer memory (padding and gaps included). TYPE: u8, f64, particle (a derived
+//!   struct with padding), strided (a vector datatype with gaps). COMM: world, split, dup.
+//!   SIZE: bytes (elements = ceil(SIZE / type size)); suffixes KiB, MiB, GiB and `+N` allowed.
+//! - `check_bcast bad` — invalid root, negative count, a too-small buffer on one rank (same and
+//!   different size class): errors where expected, correct data elsewhere, no hang, and the
+//!   communicator still works afterwards.
+//! - `check_bcast soak N` — N calls with varying roots and sizes; resident memory must not grow.
+//! - `check_bcast large BYTES` — one broadcast of BYTES (> 2 GiB) of u8, pattern-checked.
+//!
+//! Prints `CHECK OK ...` lines; exits non-zero on the first failure.
+
+use mpi::datatype::{MutView, UserDatatype};
+use mpi::traits::*;
+use std::process::exit;
+use treecast::plan::{default_plan, size_class};
+use treecast::{ErrorKind, TopoBcast};
+
+#[derive(Equivalence, Clone, Copy, Default)]
+struct Particle {
+    id: u32,
+    pos: [f64; 3],
+    flag: u8,
+}
+
+fn parse_size(s: &str) -> u64 {
+    let (base, extra) = match s.split_once('+') {
+        Some((b, e)) => (b, e.parse::<u64>().expect("bad +N")),
+        None => (s, 0),
+    };
+    treecast::runtime::config::parse_bytes(base).unwrap_or_else(|| panic!("bad size {s}")) + extra
+}
+
+/// Deterministic byte pattern for (root, case, position).
+fn pattern(seed: u64, i: usize) -> u8 {
+    let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ (i as u64).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    x ^= x >> 29;
+    (x & 0xff) as u8
+}
+
+fn fill(bytes: &mut [u8], seed: u64) {
+    for (i, b) in bytes.iter_mut().enumerate() {
+        *b = pattern(seed, i);
+    }
+}
+
+/// Raw bytes of a slice of plain-old-data values (including padding).
+fn as_bytes_mut<T>(v: &mut [T]) -> &mut [u8] {
+    // SAFETY: every type used here is plain old data; reading padding as bytes is fine for the
+    // comparison we make (we wrote every byte ourselves with `fill`).
+    unsafe { std::slice::from_raw_parts_mut(v.as_mut_ptr() as *mut u8, std::mem::size_of_val(v)) }
+}
+
+fn fail(msg: String) -> ! {
+    eprintln!("CHECK FAILED: {msg}");
+    exit(1);
+}
+
+fn compare(what: &str, ours: &[u8], reference: &[u8]) {
+    if ours != reference {
+        let first = ours.iter().zip(reference).position(|(a, b)| a != b).unwrap_or(0);
+        fail(format!(
+            "{what}: topo_bcast differs from MPI_Bcast at byte {first} of {} (ours {:#x}, MPI {:#x})",
+            ours.len(),
+            ours[first],
+            reference[first]
+        ));
+    }
+}
+
+/// One case on one communicator, every root.
+/// Reference broadcast with MPI_Bcast. Skipped for empty buffers: Rust's dangling pointer for an
+/// empty `Vec<u8>` is `(void*)1`, which is Open MPI's `MPI_IN_PLACE`, so MPI_Bcast rejects it.
+fn reference<C: Communicator, B: BufferMut + ?Sized>(comm: &C, root: i32, buf: &mut B) {
+    if buf.count() > 0 {
+        comm.process_at_rank(root).broadcast_into(buf);
+    }
+}
+
+fn run_case<C: Communicator>(comm: &C, ty: &str, bytes: u64, seed_base: u64) {
+    let n = comm.size();
+    let me = comm.rank();
+    for root in 0..n {
+        let seed = seed_base ^ ((root as u64) << 40);
+        let garbage = seed ^ 0xdead_beef;
+        let what = format!("{ty} {bytes} B root {root} on {n} ranks (rank {me})");
+        match ty {
+            "u8" => {
+                let count = bytes as usize;
+                let mut a = vec![0u8; count];
+                fill(&mut a, if me == root { seed } else { garbage });
+                let mut b = a.clone();
+                reference(comm, root, &mut a[..]);
+                comm.topo_bcast(&mut b[..], root)
+                    .unwrap_or_else(|e| fail(format!("{what}: {e}")));
+                compare(&what, &b, &a);
+            }
+            "f64" => {
+                let count = bytes.div_ceil(8) as usize;
+                let mut a = vec![0f64; count];
+                fill(as_bytes_mut(&mut a), if me == root { seed } else { garbage });
+                let mut b = a.clone();
+                reference(comm, root, &mut a[..]);
+                comm.topo_bcast(&mut b[..], root)
+                    .unwrap_or_else(|e| fail(format!("{what}: {e}")));
+                compare(&what, as_bytes_mut(&mut b), as_bytes_mut(&mut a));
+            }
+            "particle" => {
+                let count = bytes.div_ceil(std::mem::size_of::<Particle>() as u64) as usize;
+                let mut a = vec![Particle::default(); count];
+                fill(as_bytes_mut(&mut a), if me == root { seed } else { garbage });
+                let mut b = a.clone();
+                reference(comm, root, &mut a[..]);
+                comm.topo_bcast(&mut b[..], root)
+                    .unwrap_or_else(|e| fail(format!("{what}: {e}")));
+                compare(&what, as_bytes_mut(&mut b), as_bytes_mut(&mut a));
+            }
+            "strided" => {
+                // Element: 3 blocks of 2 doubles with stride 4 -> 48 data bytes over an 80-byte
+                // extent; consecutive elements follow at the extent.
+                let vt = UserDatatype::vector(3, 2, 4, &f64::equivalent_datatype());
+                let count = bytes.div_ceil(48) as usize;
+                let mut a = vec![0f64; count * 10];
+                fill(as_bytes_mut(&mut a), if me == root { seed } else { garbage });
+                let mut b = a.clone();
+                {
+                    // SAFETY: `a` holds `count` elements of the vector type (10 doubles each).
+                    let mut va = unsafe { MutView::with_count_and_datatype(&mut a[..], count as i32, &vt) };
+                    reference(comm, root, &mut va);
+                }
+                {
+                    // SAFETY: as above.
+                    let mut vb = unsafe { MutView::with_count_and_datatype(&mut b[..], count as i32, &vt) };
+                    comm.topo_bcast(&mut vb, root)
+                        .unwrap_or_else(|e| fail(format!("{what}: {e}")));
+                }
+                compare(&what, as_bytes_mut(&mut b), as_bytes_mut(&mut a));
+            }
+            other => fail(format!("unknown type {other}")),
+        }
+    }
+}
+
+fn mode_match(world: &mpi::topology::SimpleCommunicator, cases: &[String]) {
+    let me = world.rank();
+    for (ci, case) in cases.iter().enumerate() {
+        let parts: Vec<&str> = case.split(':').collect();
+        if parts.len() != 3 {
+            fail(format!("bad case {case}: want TYPE:COMM:SIZE"));
+        }
+        let (ty, comm_kind, bytes) = (parts[0], parts[1], parse_size(parts[2]));
+        let seed = 0x1234_5678 + ci as u64 * 7919;
+        match comm_kind {
+            "world" => run_case(world, ty, bytes, seed),
+            "dup" => {
+                let d = world.duplicate();
+                run_case(&d, ty, bytes, seed);
+            }
+            "split" => {
+                // Two halves by parity, ranks reversed inside each, so comm ranks differ from
+                // world ranks.
+                let color = mpi::topology::Color::with_value(me % 2);
+                let s = world
+                    .split_by_color_with_key(color, -me)
+                    .unwrap_or_else(|| fail("split returned no communicator".into()));
+                run_case(&s, ty, bytes, seed);
+            }
+            other => fail(format!("unknown communicator kind {other}")),
+        }
+        world.barrier();
+        if me == 0 {
+            println!("CHECK OK match {case} on {} ranks", world.size());
+        }
+    }
+}
+
+/// Ranks that receive through `k` in the plan (its descendants), for the plan topo_bcast uses
+/// with the default (topology-agnostic) planner.
+fn descendants(n: i32, root: i32, bytes: u64, k: i32) -> Vec<i32> {
+    let plan = default_plan(
+        n as u32,
+        root as u32,
+        treecast::plan::class_representative(size_class(bytes)),
+    );
+    let parents = plan.tree_parents().expect("default plans are trees");
+    (0..n)
+        .filter(|&r| {
+            let mut x = r as u32;
+            while x != root as u32 {
+                x = parents[x as usize];
+                if x == k as u32 {
+                    return true;
+                }
+            }
+            false
+        })
+        .collect()
+}
+
+fn mode_bad(world: &mpi::topology::SimpleCommunicator) {
+    let n = world.size();
+    let me = world.rank();
+
+    // 1. Invalid root on every rank: MPI_ERR_ROOT everywhere, at once.
+    for bad_root in [n, -1, n + 7] {
+        let mut buf = vec![0u8; 16];
+        match world.topo_bcast(&mut buf[..], bad_root) {
+            Err(e) if e.kind == ErrorKind::Root => {}
+            other => fail(format!("root {bad_root}: expected a root error, got {other:?}")),
+        }
+        let code = unsafe {
+            treecast::capi::topo_bcast(
+                buf.as_mut_ptr() as *mut _,
+                16,
+                mpi::ffi::RSMPI_UINT8_T,
+                bad_root,
+                world.as_raw(),
+            )
+        };
+        if code != mpi::ffi::MPI_ERR_ROOT as i32 {
+            fail(format!("C ABI root {bad_root}: expected MPI_ERR_ROOT, got {code}"));
+        }
+    }
+    world.barrier();
+    if me == 0 {
+        println!("CHECK OK bad root");
+    }
+
+    // 2. Negative count on every rank (C ABI): MPI_ERR_COUNT everywhere, no hang.
+    {
+        let mut buf = vec![0u8; 16];
+        let code = unsafe {
+            treecast::capi::topo_bcast(
+                buf.as_mut_ptr() as *mut _,
+                -3,
+                mpi::ffi::RSMPI_UINT8_T,
+                0,
+                world.as_raw(),
+            )
+        };
+        if code != mpi::ffi::MPI_ERR_COUNT as i32 {
+            fail(format!("negative count: expected MPI_ERR_COUNT, got {code}"));
+        }
+    }
+    world.barrier();
+
+    // 3. Bad arguments on ONE rank (negative count, too small a buffer in the same size class,
+    //    a buffer of another size class): that rank errors, exactly its plan descendants get an
+    //    error, everyone else gets the data; then the communicator keeps working.
+    let bytes: u64 = 5000;
+    for root in 0..n {
+        for victim in 0..n {
+            for how in ["negative", "short", "half", "long"] {
+                if victim == root && how != "negative" {
+                    continue;
+                }
+                let seed = 77 + root as u64 * 31 + victim as u64;
+                let mut buf = vec![0u8; bytes as usize];
+                if me == root {
+                    fill(&mut buf, seed);
+                }
+                let my_count: i32 = if me != victim {
+                    bytes as i32
+                } else {
+                    match how {
+                        "negative" => -1,
+                        "short" => bytes as i32 - 1,
+                        "half" => bytes as i32 / 2,
+                        _ => bytes as i32 + 8,
+                    }
+                };
+                if my_count > buf.len() as i32 {
+                    buf.resize(my_count as usize, 0);
+                }
+                let code = unsafe {
+                    treecast::capi::topo_bcast(
+                        buf.as_mut_ptr() as *mut _,
+                        my_count,
+                        mpi::ffi::RSMPI_UINT8_T,
+                        root,
+                        world.as_raw(),
+                    )
+                };
+                let mut msg = vec![0 as std::os::raw::c_char; 512];
+                unsafe { treecast::capi::treecast_last_error(msg.as_mut_ptr(), 512) };
+                let msg = unsafe { std::ffi::CStr::from_ptr(msg.as_ptr()) }
+                    .to_string_lossy()
+                    .into_owned();
+                let what = format!("root {root}, rank {victim} {how}, at rank {me}");
+                let downstream = descendants(n, root, bytes, victim);
+                if me == victim {
+                    let want = if how == "negative" {
+                        mpi::ffi::MPI_ERR_COUNT
+                    } else {
+                        mpi::ffi::MPI_ERR_TRUNCATE
+                    };
+                    if code != want as i32 {
+                        fail(format!(
+                            "{what}: expected error {want} on the bad rank, got {code} ({msg})"
+                        ));
+                    }
+                } else if victim == root || downstream.contains(&me) {
+                    if code == mpi::ffi::MPI_SUCCESS as i32 {
+                        fail(format!("{what}: downstream of the bad rank but got success"));
+                    }
+                    if !msg.contains("rank") {
+                        fail(format!("{what}: error message does not name the rank: {msg}"));
+                    }
+                } else {
+                    if code != mpi::ffi::MPI_SUCCESS as i32 {
+                        fail(format!("{what}: not downstream of the bad rank but got {code} ({msg})"));
+                    }
+                    let mut expect = vec![0u8; bytes as usize];
+                    fill(&mut expect, seed);
+                    compare(&what, &buf[..bytes as usize], &expect);
+                }
+                // The communicator still works.
+                let mut ok = [me as u8; 64];
+                world
+                    .topo_bcast(&mut ok[..], root)
+                    .unwrap_or_else(|e| fail(format!("{what}: follow-up broadcast failed: {e}")));
+                if ok.iter().any(|&x| x != root as u8) {
+                    fail(format!("{what}: follow-up broadcast delivered wrong data"));
+                }
+            }
+        }
+    }
+    world.barrier();
+    if me == 0 {
+        println!("CHECK OK bad arguments on one rank ({n} ranks)");
+    }
+}
+
+fn rss_kib() -> u64 {
+    let s = std::fs::read_to_string("/proc/self/statm").unwrap_or_default();
+    let pages: u64 = s.split_whitespace().nth(1).and_then(|x| x.parse().ok()).unwrap_or(0);
+    pages * 4
+}
+
+fn mode_soak(world: &mpi::topology::SimpleCommunicator, calls: u64) {
+    let n = world.size();
+    let me = world.rank();
+    let sizes = [1usize, 8, 100, 4096, 65536, 300_000];
+    let mut baseline = 0;
+    for i in 0..calls {
+        if i == calls / 10 {
+            baseline = rss_kib();
+        }
+        let root = ((i * 7) % n as u64) as i32;
+        let size = sizes[(i % sizes.len() as u64) as usize];
+        let mut buf = vec![0u8; size];
+        if me == root {
+            buf.iter_mut()
+                .enumerate()
+                .for_each(|(j, b)| *b = (i as usize + j) as u8);
+        }
+        world
+            .topo_bcast(&mut buf[..], root)
+            .unwrap_or_else(|e| fail(format!("soak call {i}: {e}")));
+        if buf.iter().enumerate().any(|(j, &b)| b != (i as usize + j) as u8) {
+            fail(format!("soak call {i}: wrong data"));
+        }
+    }
+    let end = rss_kib();
+    let growth = end.saturating_sub(baseline);
+    // After warm-up (plans cached, MPI buffers allocated) memory must stay flat: allow 2 MiB of
+    // allocator noise, far below what leaking one request or buffer per call would cost.
+    if growth > 2048 {
+        fail(format!(
+            "rank {me}: resident memory grew by {growth} KiB over {} calls",
+            calls - calls / 10
+        ));
+    }
+    world.barrier();
+    if me == 0 {
+        println!("CHECK OK soak {calls} calls, rank 0 memory growth {growth} KiB after warm-up");
+    }
+}
+
+fn mode_large(world: &mpi::topology::SimpleCommunicator, bytes: u64) {
+    let me = world.rank();
+    let mut buf = vec![0u8; bytes as usize];
+    if me == 0 {
+        fill(&mut buf, 42);
+    }
+    world
+        .topo_bcast(&mut buf[..], 0)
+        .unwrap_or_else(|e| fail(format!("large: {e}")));
+    if me != 0 {
+        if let Some(i) = buf.iter().enumerate().position(|(i, &b)| b != pattern(42, i)) {
+            fail(format!("large: rank {me} wrong byte at {i}"));
+        }
+    }
+    world.barrier();
+    if me == 0 {
+        println!("CHECK OK large {bytes} bytes");
+    }
+}
+
+/// Calls from four sites with known counts and sizes, on world, a split communicator that is
+/// freed before finalize, and a duplicate that is never freed; `tests/profile.rs` checks the
+/// profile file's counts and byte totals against these numbers.
+fn mode_profile(world: &mpi::topology::SimpleCommunicator) {
+    let n = world.size();
+    let me = world.rank();
+    let mut buf = vec![0u8; 4096];
+    for i in 0..37usize {
+        let len = i * 13 % 1000 + 1;
+        let root = (i as i32) % n;
+        world
+            .topo_bcast(&mut buf[..len], root)
+            .unwrap_or_else(|e| fail(format!("site A: {e}"))); // site A
+    }
+    for _ in 0..11 {
+        world
+            .topo_bcast(&mut buf[..4096], 0)
+            .unwrap_or_else(|e| fail(format!("site B: {e}"))); // site B
+    }
+    {
+        let split = world
+            .split_by_color(mpi::topology::Color::with_value(me % 2))
+            .unwrap_or_else(|| fail("split failed".into()));
+        for _ in 0..5 {
+            split
+                .topo_bcast(&mut buf[..100], 0)
+                .unwrap_or_else(|e| fail(format!("site C: {e}"))); // site C
+        }
+    } // split freed here: its profile is gathered inside MPI_Comm_free
+    let dup = world.duplicate();
+    for _ in 0..3 {
+        dup.topo_bcast(&mut buf[..8], 0)
+            .unwrap_or_else(|e| fail(format!("site D: {e}"))); // site D
+    }
+    std::mem::forget(dup); // never freed: gathered at MPI_Finalize
+    world.barrier();
+    if me == 0 {
+        println!("CHECK OK profile calls made");
+    }
+}
+
+fn main() {
+    let universe = mpi::initialize().unwrap_or_else(|| fail("MPI init failed".into()));
+    let world = universe.world();
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    match args.first().map(String::as_str) {
+        Some("match") => mode_match(&world, &args[1..]),
+        Some("bad") => mode_bad(&world),
+        Some("soak") => mode_soak(&world, args.get(1).and_then(|s| s.parse().ok()).unwrap_or(10_000)),
+        Some("profile") => mode_profile(&world),
+        Some("large") => mode_large(&world, parse_size(args.get(1).map(String::as_str).unwrap_or("2GiB+5"))),
+        _ => fail("usage: check_bcast match CASE... | bad | soak N | large BYTES".into()),
+    }
+}

@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Set up (installing what is missing), build, and run every test. Used by .ci/run.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+./scripts/setup.sh --test
+. scripts/env.sh
+
+echo "== format and lint"
+cargo fmt --all -- --check
+cargo clippy --release --all-targets -- -D warnings
+
+echo "== build"
+cargo build --release --all-targets
+
+echo "== unit and property tests"
+cargo test --release --lib --bins
+
+echo "== integration tests (real MPI under mpirun; one job at a time on this machine)"
+cargo test --release --tests -- --test-threads=1
+
+echo "== all tests passed"

@@ -1,0 +1,52 @@
+//! `treecast probe` (run under mpirun): the network tree of the live job as treecast sees it —
+//! grouped by host, then from TREECAST_TOPOLOGY, the cache, or RTT probing + inference.
+
+use crate::CliError;
+use mpi::traits::*;
+use std::path::PathBuf;
+use treecast::topology::{self, Format};
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// Output format: text (a drawn tree), json, slurm, dot or groups.
+    #[arg(long, default_value = "text", value_parser = ["text", "json", "slurm", "dot", "groups"])]
+    format: String,
+    /// Also save the tree to this file (format from its extension: .json, .conf, .dot, .groups).
+    #[arg(long)]
+    save: Option<PathBuf>,
+}
+
+pub fn run(args: Args) -> Result<(), CliError> {
+    let universe = mpi::initialize().ok_or_else(|| CliError::Failed("MPI is already initialized".into()))?;
+    let world = universe.world();
+    let t0 = mpi::time();
+    // SAFETY: the world communicator handle is valid while `universe` lives.
+    let (topo, source) =
+        unsafe { treecast::runtime::comm_topology(world.as_raw()) }.map_err(|e| CliError::Failed(e.to_string()))?;
+    let elapsed = mpi::time() - t0;
+    if world.rank() != 0 {
+        return Ok(());
+    }
+    let Some(t) = topo else {
+        return Err(CliError::Failed(format!("no topology: {source:?}")));
+    };
+    match args.format.as_str() {
+        "text" => {
+            println!(
+                "# {} ranks; topology from {source:?}; set-up took {:.3} s",
+                world.size(),
+                elapsed
+            );
+            print!("{}", topology::text::to_string(&t));
+        }
+        "json" => print!("{}", Format::Json.write(&t)),
+        "slurm" => print!("{}", Format::Slurm.write(&t)),
+        "dot" => print!("{}", Format::Dot.write(&t)),
+        _ => print!("{}", topology::groups_string(&t)),
+    }
+    if let Some(p) = args.save {
+        topology::save_file(&p, &t).map_err(|e| CliError::Failed(e.to_string()))?;
+        eprintln!("saved to {}", p.display());
+    }
+    Ok(())
+}

@@ -1,0 +1,377 @@
+//! Gathering profiles to rank 0 and writing the file (see the module docs of `profile`).
+
+use super::report::{
+    CommReport, Compare, ProfileReport, RankTiming, SampleCall, SiteReport, TimeStats, PROFILE_VERSION,
+};
+use super::{sites, Histogram, SiteStats};
+use crate::exec::raw::{self, check};
+use crate::runtime::state::CommState;
+use mpi::ffi::{self, MPI_Comm};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::os::raw::c_int;
+use std::sync::Mutex;
+
+/// Reports of communicators already gathered on this rank (it was their rank 0).
+static FINISHED: Mutex<Vec<CommReport>> = Mutex::new(Vec::new());
+
+/// What one rank contributes to its communicator's report.
+#[derive(Serialize, Deserialize)]
+struct RankWire {
+    rank: u32,
+    world_rank: i32,
+    host: String,
+    /// Add to this rank's clock to get rank 0's.
+    clock_offset_s: f64,
+    sites: Vec<(String, SiteStats)>,
+}
+
+fn processor_name() -> String {
+    let mut buf = vec![0u8; ffi::MPI_MAX_PROCESSOR_NAME as usize + 1];
+    let mut len: c_int = 0;
+    // SAFETY: buffer of MPI_MAX_PROCESSOR_NAME bytes.
+    unsafe { ffi::PMPI_Get_processor_name(buf.as_mut_ptr() as *mut _, &mut len) };
+    buf.truncate(len.max(0) as usize);
+    String::from_utf8_lossy(&buf).into_owned()
+}
+
+fn world_rank() -> i32 {
+    // SAFETY: reading a constant handle.
+    raw::comm_rank(unsafe { ffi::RSMPI_COMM_WORLD }).unwrap_or(-1)
+}
+
+/// Cristian's algorithm against rank 0: a few ping-pongs, keep the offset of the fastest.
+/// Returns this rank's offset (0 on rank 0).
+fn clock_offset(comm: MPI_Comm, rank: u32, size: u32, tag: c_int) -> crate::error::Result<f64> {
+    // Enough rounds that one of them is rarely disturbed on a loaded node.
+    const ROUNDS: usize = 12;
+    // SAFETY: blocking point-to-point on our duplicate communicator with a reserved tag.
+    unsafe {
+        let dt = ffi::RSMPI_DOUBLE;
+        if rank == 0 {
+            for r in 1..size as c_int {
+                for _ in 0..ROUNDS {
+                    let mut ping = 0f64;
+                    let mut st = raw::empty_status();
+                    check(
+                        ffi::PMPI_Recv(&mut ping as *mut f64 as *mut _, 1, dt, r, tag, comm, &mut st),
+                        "MPI_Recv",
+                    )?;
+                    let now = raw::wtime();
+                    check(
+                        ffi::PMPI_Send(&now as *const f64 as *const _, 1, dt, r, tag, comm),
+                        "MPI_Send",
+                    )?;
+                }
+            }
+            Ok(0.0)
+        } else {
+            let mut best = (f64::INFINITY, 0.0);
+            for _ in 0..ROUNDS {
+                let t1 = raw::wtime();
+                check(
+                    ffi::PMPI_Send(&t1 as *const f64 as *const _, 1, dt, 0, tag, comm),
+                    "MPI_Send",
+                )?;
+                let mut t0 = 0f64;
+                let mut st = raw::empty_status();
+                check(
+                    ffi::PMPI_Recv(&mut t0 as *mut f64 as *mut _, 1, dt, 0, tag, comm, &mut st),
+                    "MPI_Recv",
+                )?;
+                let t2 = raw::wtime();
+                if t2 - t1 < best.0 {
+                    best = (t2 - t1, t0 - 0.5 * (t1 + t2));
+                }
+            }
+            Ok(best.1)
+        }
+    }
+}
+
+/// Gather variable-size byte blobs to rank 0 of `comm`.
+fn gather_bytes(comm: MPI_Comm, rank: u32, size: u32, mine: &[u8]) -> crate::error::Result<Vec<Vec<u8>>> {
+    let len = mine.len() as i64;
+    let mut lens = vec![0i64; if rank == 0 { size as usize } else { 0 }];
+    // SAFETY: collective calls on our duplicate; buffers sized as MPI requires.
+    unsafe {
+        check(
+            ffi::PMPI_Gather(
+                &len as *const i64 as *const _,
+                1,
+                ffi::RSMPI_INT64_T,
+                lens.as_mut_ptr() as *mut _,
+                1,
+                ffi::RSMPI_INT64_T,
+                0,
+                comm,
+            ),
+            "MPI_Gather",
+        )?;
+        let counts: Vec<c_int> = lens.iter().map(|&l| l as c_int).collect();
+        let mut displs = Vec::with_capacity(counts.len());
+        let mut total = 0usize;
+        for &c in &counts {
+            displs.push(total as c_int);
+            total += c as usize;
+        }
+        let mut all = vec![0u8; total];
+        check(
+            ffi::PMPI_Gatherv(
+                mine.as_ptr() as *const _,
+                mine.len() as c_int,
+                raw::byte_type(),
+                all.as_mut_ptr() as *mut _,
+                counts.as_ptr(),
+                displs.as_ptr(),
+                raw::byte_type(),
+                0,
+                comm,
+            ),
+            "MPI_Gatherv",
+        )?;
+        Ok(counts
+            .iter()
+            .zip(&displs)
+            .map(|(&c, &d)| all[d as usize..(d + c) as usize].to_vec())
+            .collect())
+    }
+}
+
+fn time_stats(h: &Histogram) -> TimeStats {
+    TimeStats {
+        min_s: h.min(),
+        median_s: h.quantile(0.5),
+        p99_s: h.quantile(0.99),
+        max_s: h.max(),
+        mean_s: h.mean(),
+    }
+}
+
+/// Gather `st`'s records to its rank 0, which keeps the merged report for the final file.
+pub fn gather_comm(st: &mut CommState) {
+    st.profile.gathered = true;
+    if let Err(e) = try_gather_comm(st) {
+        log::error!("treecast profile: gathering {} failed: {e}", st.profile.label);
+    }
+}
+
+fn try_gather_comm(st: &mut CommState) -> crate::error::Result<()> {
+    let offset = clock_offset(st.comm, st.rank, st.size, st.codec.control_tag())?;
+    let wire = RankWire {
+        rank: st.rank,
+        world_rank: world_rank(),
+        host: processor_name(),
+        clock_offset_s: offset,
+        sites: st
+            .profile
+            .sites
+            .iter()
+            .map(|(k, v)| (sites::name(k), v.clone()))
+            .collect(),
+    };
+    let bytes = postcard::to_stdvec(&wire)
+        .map_err(|e| crate::error::Error::new(crate::error::ErrorKind::Other, e.to_string()))?;
+    let blobs = gather_bytes(st.comm, st.rank, st.size, &bytes)?;
+    if st.rank != 0 {
+        return Ok(());
+    }
+    let ranks: Vec<RankWire> = blobs
+        .iter()
+        .filter_map(|b| {
+            postcard::from_bytes(b)
+                .map_err(|e| log::error!("bad profile record: {e}"))
+                .ok()
+        })
+        .collect();
+    let report = merge(st, &ranks);
+    FINISHED.lock().unwrap_or_else(|p| p.into_inner()).push(report);
+    Ok(())
+}
+
+/// Merge per-rank records of one communicator into its report.
+fn merge(st: &CommState, ranks: &[RankWire]) -> CommReport {
+    let mut by_site: BTreeMap<String, Vec<(&RankWire, &SiteStats)>> = BTreeMap::new();
+    for r in ranks {
+        for (name, s) in &r.sites {
+            by_site.entry(name.clone()).or_default().push((r, s));
+        }
+    }
+    let mut sites_out = Vec::new();
+    for (site, entries) in by_site {
+        let mut time = Histogram::default();
+        let mut cmp_mpi = Histogram::default();
+        let mut cmp_topo = Histogram::default();
+        let mut roots: BTreeMap<u32, u64> = BTreeMap::new();
+        let (mut calls, mut bytes, mut rank_calls, mut failures) = (0, 0, 0, 0);
+        for (_, s) in &entries {
+            time.merge(&s.time);
+            cmp_mpi.merge(&s.compare_mpi);
+            cmp_topo.merge(&s.compare_topo);
+            calls = calls.max(s.calls);
+            bytes = bytes.max(s.bytes);
+            rank_calls += s.calls;
+            failures += s.failures;
+            for (&r, &c) in &s.roots {
+                let e = roots.entry(r).or_insert(0);
+                *e = (*e).max(c);
+            }
+        }
+        // Sample call: the latest call seen from this site, on every rank that made it.
+        let seq = entries.iter().filter_map(|(_, s)| s.last.map(|l| l.seq)).max();
+        let sample = seq.and_then(|seq| {
+            let parts: Vec<(&RankWire, super::LastCall)> = entries
+                .iter()
+                .filter_map(|(r, s)| s.last.filter(|l| l.seq == seq).map(|l| (*r, l)))
+                .collect();
+            let root = parts.first()?.1.root;
+            let root_enter = parts
+                .iter()
+                .find(|(r, _)| r.rank == root)
+                .map(|(r, l)| l.enter_s + r.clock_offset_s)
+                .unwrap_or_else(|| {
+                    parts
+                        .iter()
+                        .map(|(r, l)| l.enter_s + r.clock_offset_s)
+                        .fold(f64::INFINITY, f64::min)
+                });
+            let bytes = parts.first()?.1.bytes;
+            let (algorithm, predicted) = st.planner.predict_arrivals(root, bytes);
+            let mut timings: Vec<RankTiming> = parts
+                .iter()
+                .map(|(r, l)| RankTiming {
+                    rank: r.rank,
+                    enter_s: l.enter_s + r.clock_offset_s - root_enter,
+                    done_s: l.done_s + r.clock_offset_s - root_enter,
+                    predicted_done_s: predicted.as_ref().and_then(|p| p.get(r.rank as usize).copied()),
+                })
+                .collect();
+            timings.sort_by_key(|t| t.rank);
+            Some(SampleCall {
+                seq,
+                root,
+                bytes,
+                algorithm,
+                ranks: timings,
+            })
+        });
+        let predicted = sample.as_ref().and_then(|s| st.planner.predict_time(s.root, s.bytes));
+        let compare = (cmp_mpi.count() > 0).then(|| Compare {
+            calls: entries.iter().map(|(_, s)| s.compare_mpi.count()).max().unwrap_or(0),
+            mpi_bcast_median_s: cmp_mpi.quantile(0.5),
+            topo_bcast_median_s: cmp_topo.quantile(0.5),
+            ratio: cmp_topo.quantile(0.5) / cmp_mpi.quantile(0.5),
+        });
+        sites_out.push(SiteReport {
+            site,
+            calls,
+            bytes,
+            ranks: entries.len() as u32,
+            rank_calls,
+            failures,
+            time: time_stats(&time),
+            histogram: time.bins(),
+            roots: roots.into_iter().collect(),
+            predicted,
+            compare,
+            sample_call: sample,
+        });
+    }
+    let mut hosts = vec![String::new(); st.size as usize];
+    let mut world_ranks = vec![-1; st.size as usize];
+    for r in ranks {
+        if let Some(h) = hosts.get_mut(r.rank as usize) {
+            *h = r.host.clone();
+        }
+        if let Some(w) = world_ranks.get_mut(r.rank as usize) {
+            *w = r.world_rank;
+        }
+    }
+    CommReport {
+        label: st.profile.label.clone(),
+        size: st.size,
+        hosts,
+        world_ranks,
+        sites: sites_out,
+    }
+}
+
+/// Final step at `MPI_Finalize`: gather the world communicator's records, then every report
+/// held by any rank to world rank 0, and write the file. Without treecast state on
+/// `MPI_COMM_WORLD` there is no safe world-wide collective, so each rank holding reports writes
+/// `<path>.<world rank>` instead.
+pub fn finish(world: Option<&mut CommState>) {
+    let Some(path) = crate::runtime::config::config().profile_path.clone() else {
+        return;
+    };
+    let world_size = {
+        // SAFETY: reading a constant handle.
+        raw::comm_size(unsafe { ffi::RSMPI_COMM_WORLD }).unwrap_or(0) as u32
+    };
+    match world {
+        Some(w) if w.profile.enabled => {
+            if !w.profile.gathered {
+                gather_comm(w);
+            }
+            let mine = std::mem::take(&mut *FINISHED.lock().unwrap_or_else(|p| p.into_inner()));
+            let bytes = postcard::to_stdvec(&mine).unwrap_or_default();
+            match gather_bytes(w.comm, w.rank, w.size, &bytes) {
+                Ok(blobs) if w.rank == 0 => {
+                    let mut comms: Vec<CommReport> = Vec::new();
+                    for b in blobs {
+                        match postcard::from_bytes::<Vec<CommReport>>(&b) {
+                            Ok(v) => comms.extend(v),
+                            Err(e) => log::error!("bad profile report: {e}"),
+                        }
+                    }
+                    // World first, then by label.
+                    comms.sort_by_key(|c| (c.label != "MPI_COMM_WORLD", c.label.clone()));
+                    write(&path, world_size, comms);
+                }
+                Ok(_) => {}
+                Err(e) => log::error!("treecast profile: final gather failed: {e}"),
+            }
+        }
+        Some(_) => {}
+        None => {
+            let mine = std::mem::take(&mut *FINISHED.lock().unwrap_or_else(|p| p.into_inner()));
+            if !mine.is_empty() {
+                write(&format!("{path}.{}", world_rank()), world_size, mine);
+            }
+        }
+    }
+}
+
+fn write(path: &str, world_size: u32, communicators: Vec<CommReport>) {
+    let report = ProfileReport {
+        version: PROFILE_VERSION,
+        world_size,
+        communicators,
+    };
+    match serde_json::to_string_pretty(&report) {
+        Ok(text) => match std::fs::write(path, text + "\n") {
+            Ok(()) => log::info!("treecast profile written to {path}"),
+            Err(e) => log::error!("cannot write treecast profile {path}: {e}"),
+        },
+        Err(e) => log::error!("cannot encode treecast profile: {e}"),
+    }
+}
+
+/// Whether a compare call should time MPI_Bcast: every rank's topo_bcast must have succeeded,
+/// else sizes may differ across ranks and MPI_Bcast could fail or hang.
+pub fn all_ok(comm: MPI_Comm, ok: bool) -> bool {
+    let mine: c_int = ok as c_int;
+    let mut all: c_int = 0;
+    // SAFETY: collective on our duplicate.
+    let rc = unsafe {
+        ffi::PMPI_Allreduce(
+            &mine as *const c_int as *const _,
+            &mut all as *mut c_int as *mut _,
+            1,
+            ffi::RSMPI_INT32_T,
+            ffi::RSMPI_MIN,
+            comm,
+        )
+    };
+    rc == ffi::MPI_SUCCESS as c_int && all != 0
+}

@@ -1,0 +1,121 @@
+//! The profile file (JSON): what `TREECAST_PROFILE` writes and `treecast report` reads.
+
+use serde::{Deserialize, Serialize};
+
+/// Version of the profile format.
+pub const PROFILE_VERSION: u32 = 1;
+
+/// The whole profile of a job.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ProfileReport {
+    pub version: u32,
+    pub world_size: u32,
+    pub communicators: Vec<CommReport>,
+}
+
+/// One communicator's profile.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct CommReport {
+    pub label: String,
+    pub size: u32,
+    /// Host name of each rank of the communicator.
+    pub hosts: Vec<String>,
+    /// World rank of each rank of the communicator.
+    pub world_ranks: Vec<i32>,
+    pub sites: Vec<SiteReport>,
+}
+
+/// Summary statistics of durations, seconds.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct TimeStats {
+    pub min_s: f64,
+    pub median_s: f64,
+    pub p99_s: f64,
+    pub max_s: f64,
+    pub mean_s: f64,
+}
+
+/// Predicted completion time of the broadcast for the site's sample call.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Predicted {
+    /// Contention-free deterministic prediction from link latencies and bandwidths.
+    pub deterministic_s: f64,
+    pub pareto_mean_s: Option<f64>,
+    pub pareto_p99_s: Option<f64>,
+    pub normal_mean_s: Option<f64>,
+    pub normal_p99_s: Option<f64>,
+}
+
+/// Timings of MPI_Bcast on the same data (every Nth call).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Compare {
+    /// Calls compared (per rank).
+    pub calls: u64,
+    pub mpi_bcast_median_s: f64,
+    pub topo_bcast_median_s: f64,
+    /// topo_bcast / MPI_Bcast.
+    pub ratio: f64,
+}
+
+/// One rank's part of the sample call.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct RankTiming {
+    pub rank: u32,
+    /// Entry and completion on rank 0's clock, relative to the root's entry (seconds).
+    pub enter_s: f64,
+    pub done_s: f64,
+    /// Predicted time the rank has the data, relative to the root's entry.
+    pub predicted_done_s: Option<f64>,
+}
+
+/// The last call made from a site, per rank (a Gantt chart of one call).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct SampleCall {
+    pub seq: u64,
+    pub root: u32,
+    pub bytes: u64,
+    pub algorithm: String,
+    pub ranks: Vec<RankTiming>,
+}
+
+/// One call site on one communicator, merged over ranks.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct SiteReport {
+    /// `file:line` for Rust callers, `symbol+offset (module)` or `module+offset` for C callers.
+    pub site: String,
+    /// Broadcasts made from this site (per rank; the same on every rank calling from here).
+    pub calls: u64,
+    /// Bytes broadcast from this site (per rank: sum of message sizes).
+    pub bytes: u64,
+    /// Number of ranks that called from this site, and their calls summed.
+    pub ranks: u32,
+    pub rank_calls: u64,
+    /// Calls that returned an error, summed over ranks.
+    pub failures: u64,
+    /// Per-rank call durations, all ranks merged.
+    pub time: TimeStats,
+    /// Histogram of those durations: (lower edge s, upper edge s, count).
+    pub histogram: Vec<(f64, f64, u64)>,
+    /// Calls per root.
+    pub roots: Vec<(u32, u64)>,
+    pub predicted: Option<Predicted>,
+    pub compare: Option<Compare>,
+    pub sample_call: Option<SampleCall>,
+}
+
+impl ProfileReport {
+    /// Read a profile file, with an error naming the file.
+    pub fn load(path: &std::path::Path) -> Result<ProfileReport, String> {
+        let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+        let r: ProfileReport = serde_json::from_str(&text)
+            .map_err(|e| format!("{}:{}: not a treecast profile: {e}", path.display(), e.line()))?;
+        if r.version != PROFILE_VERSION {
+            return Err(format!(
+                "{}: profile version {} is not supported (expected {PROFILE_VERSION})",
+                path.display(),
+                r.version
+            ));
+        }
+        Ok(r)
+    }
+}

@@ -1,0 +1,181 @@
+//! The broadcast every front end (Rust trait, C ABI, `MPI_Bcast` interposer) calls.
+
+use super::state::{self, CommState};
+use crate::error::{Error, ErrorKind, Result};
+use crate::exec::engine::{self, CallCtx, Outcome};
+use crate::exec::layout::{self, Layout};
+use crate::exec::tags::POISON_CLASS;
+use crate::plan::size_class;
+use crate::profile::{self, CallSite};
+use mpi::ffi::{MPI_Comm, MPI_Datatype};
+use std::ffi::c_void;
+
+/// Broadcast `count` elements of `datatype` at `buf` from `root` over `comm`.
+///
+/// Same contract as `MPI_Bcast`. Errors are returned, never fatal: a bad argument on one rank
+/// gives that rank an error and the ranks downstream of it in the plan an error; nobody hangs
+/// as long as all ranks pass the same root.
+///
+/// # Safety
+/// `buf` must hold `count` elements of `datatype` (as for `MPI_Bcast`), and `comm` and
+/// `datatype` must be valid handles or the null handles.
+pub unsafe fn bcast(
+    comm: MPI_Comm,
+    buf: *mut c_void,
+    count: i64,
+    datatype: MPI_Datatype,
+    root: i32,
+    site: CallSite,
+) -> Result<()> {
+    if !state::mpi_initialized() || state::mpi_finalized() {
+        return Err(Error::new(
+            ErrorKind::Other,
+            "topo_bcast called outside MPI_Init .. MPI_Finalize",
+        ));
+    }
+    state::check_comm(comm)?;
+    let size = crate::exec::raw::comm_size(comm)?;
+    if root < 0 || root >= size {
+        // Every rank sees the same invalid root: all return at once, nobody communicates.
+        return Err(Error::new(
+            ErrorKind::Root,
+            format!("root {root} is out of range for a communicator of {size} ranks"),
+        ));
+    }
+    let slot = state::get_or_create(comm)?;
+    let mut st = slot.lock().unwrap_or_else(|p| p.into_inner());
+    let seq = st.seq;
+    st.seq += 1;
+    let t0 = crate::exec::raw::wtime();
+    let local = local_layout(buf, count, datatype);
+    let bytes = local.as_ref().map(|l| l.bytes).unwrap_or(0);
+    let result = match local {
+        Err(e) => {
+            if st.size > 1 {
+                // Take part anyway so that ranks depending on this one learn of the failure.
+                let ctx = ctx(&st, seq);
+                let _ = participate_without_data(&mut st, &ctx, root as u32);
+            }
+            Err(e)
+        }
+        Ok(layout) => run(&mut st, seq, buf, count as u64, datatype, &layout, root as u32),
+    };
+    let t1 = crate::exec::raw::wtime();
+    profile::record(&mut st, site, root as u32, bytes, t0, t1, result.is_ok(), seq);
+    if profile::compare_due(&st, seq) && profile::all_ok(st.comm, result.is_ok() && count <= i32::MAX as i64) {
+        // Every rank succeeded, so sizes agree: time MPI_Bcast on the same (now identical) data.
+        let m0 = crate::exec::raw::wtime();
+        let rc = mpi::ffi::PMPI_Bcast(buf, count as std::os::raw::c_int, datatype, root, st.comm);
+        let m1 = crate::exec::raw::wtime();
+        if rc == mpi::ffi::MPI_SUCCESS as std::os::raw::c_int {
+            profile::record_compare(&mut st, site, t1 - t0, m1 - m0);
+        }
+    }
+    result
+}
+
+fn ctx(st: &CommState, seq: u64) -> CallCtx {
+    CallCtx {
+        comm: st.comm,
+        me: st.rank,
+        seq,
+        codec: st.codec,
+        timeout_s: st.config.timeout_s,
+    }
+}
+
+/// Validate this rank's own arguments.
+unsafe fn local_layout(buf: *mut c_void, count: i64, datatype: MPI_Datatype) -> Result<Layout> {
+    if count < 0 {
+        return Err(Error::new(ErrorKind::Count, format!("count {count} is negative")));
+    }
+    let layout = layout::describe(count as u64, datatype)?;
+    if buf.is_null() && layout.bytes > 0 {
+        return Err(Error::new(ErrorKind::Buffer, "buffer is NULL but count is not zero"));
+    }
+    Ok(layout)
+}
+
+/// A rank whose own arguments are unusable still runs its part of the root's plan, sending
+/// poison, so no rank waits forever for it.
+fn participate_without_data(st: &mut CommState, ctx: &CallCtx, root: u32) -> Result<()> {
+    if ctx.me == root {
+        let plan = st.planner.poison_plan(ctx.me, root);
+        return engine::run_probed(ctx, &plan, POISON_CLASS);
+    }
+    let class = engine::wait_for_class(ctx)?;
+    let plan = if class == POISON_CLASS {
+        std::sync::Arc::new(st.planner.poison_plan(ctx.me, root))
+    } else {
+        st.plan(root, class)
+    };
+    engine::run_probed(ctx, &plan, class)
+}
+
+unsafe fn run(
+    st: &mut CommState,
+    seq: u64,
+    buf: *mut c_void,
+    count: u64,
+    datatype: MPI_Datatype,
+    layout: &Layout,
+    root: u32,
+) -> Result<()> {
+    let class = size_class(layout.bytes);
+    if st.size <= 1 || class == 0 {
+        return Ok(());
+    }
+    let plan = st.plan(root, class);
+    let ctx = ctx(st, seq);
+    let is_root = st.rank == root;
+    // Non-contiguous data travels packed; receivers unpack only intact data.
+    let mut packed: Option<Vec<u8>> = None;
+    let bytes_ptr: *mut u8 = if layout.contiguous {
+        buf as *mut u8
+    } else {
+        let mut scratch = layout::scratch(layout.bytes)?;
+        if is_root {
+            layout::pack(buf, count, datatype, layout, &mut scratch, st.comm)?;
+        }
+        packed.insert(scratch).as_mut_ptr()
+    };
+    let outcome = engine::run_posted(&ctx, &plan, class, bytes_ptr, layout.bytes, &mut st.scratch)?;
+    match outcome {
+        Outcome::Done => {
+            if let (Some(p), false) = (&packed, is_root) {
+                layout::unpack(p, buf, count, datatype, layout, st.comm)?;
+            }
+            Ok(())
+        }
+        Outcome::Poisoned(e) => Err(e),
+        Outcome::OtherClass(c) => {
+            let their = if c == POISON_CLASS {
+                std::sync::Arc::new(st.planner.poison_plan(ctx.me, root))
+            } else {
+                st.plan(root, c)
+            };
+            engine::run_probed(&ctx, &their, c)?;
+            Err(if c == POISON_CLASS {
+                Error::new(
+                    ErrorKind::Upstream,
+                    format!(
+                        "rank {}: the root (rank {root}) failed, so this rank's data is not valid",
+                        ctx.me
+                    ),
+                )
+            } else {
+                Error::new(
+                    ErrorKind::Truncate,
+                    format!(
+                        "rank {}: the root broadcasts a message of size class {c} (2^{} .. 2^{} bytes) but this rank's \
+                         buffer holds {} bytes: count or datatype differs from the root's",
+                        ctx.me,
+                        c - 1,
+                        c,
+                        layout.bytes
+                    ),
+                )
+            })
+        }
+    }
+}

@@ -1,0 +1,117 @@
+//! Configuration from `TREECAST_*` environment variables, read once per process.
+//!
+//! | variable | meaning | default |
+//! |---|---|---|
+//! | `TREECAST_LOG` | log filter for `env_logger` (`info`, `debug`, `treecast=trace`) | `warn` |
+//! | `TREECAST_ALGORITHM` | force a planner: `auto`, `binomial`, `pipeline`, `chain`, or any name `plan` knows | `auto` |
+//! | `TREECAST_TOPOLOGY` | topology file (JSON or Slurm `topology.conf`) to use instead of probing | unset |
+//! | `TREECAST_CACHE` | directory caching inferred topologies, keyed by the sorted host names | unset |
+//! | `TREECAST_PROBE` | `0` disables probing (plans then ignore the network) | `1` |
+//! | `TREECAST_SEGMENT` | segment size in bytes for pipelined plans (e.g. `128KiB`) | planner's choice |
+//! | `TREECAST_TIMEOUT` | seconds without progress after which a broadcast gives up with an error | unset (wait) |
+//! | `TREECAST_PROFILE` | write a per-call-site profile (JSON) to this path at `MPI_Finalize` | unset |
+//! | `TREECAST_PROFILE_COMPARE` | with profiling, every Nth call also times `MPI_Bcast` on the same data | unset |
+//! | `TREECAST_VIRTUAL_HOSTS` | testing: pretend every N consecutive ranks form one host named `vhostK` | unset |
+
+use std::sync::OnceLock;
+
+/// Parsed configuration.
+#[derive(Clone, Debug, Default)]
+pub struct Config {
+    pub algorithm: Option<String>,
+    pub topology_file: Option<String>,
+    pub cache_dir: Option<String>,
+    pub probe: bool,
+    pub segment_bytes: Option<u64>,
+    pub timeout_s: Option<f64>,
+    pub profile_path: Option<String>,
+    pub profile_compare: Option<u64>,
+    /// Testing knob: group ranks into virtual hosts of this many consecutive ranks.
+    pub virtual_hosts: Option<u32>,
+}
+
+fn var(name: &str) -> Option<String> {
+    std::env::var(name).ok().filter(|v| !v.trim().is_empty())
+}
+
+/// Parse a byte size such as `4096`, `64KiB`, `4MiB`, `1GiB`, `16k`, `2M`.
+pub fn parse_bytes(s: &str) -> Option<u64> {
+    let s = s.trim();
+    let split = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
+    let (num, unit) = s.split_at(split);
+    let n: u64 = num.parse().ok()?;
+    let mult: u64 = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 1,
+        "k" | "kb" | "kib" => 1 << 10,
+        "m" | "mb" | "mib" => 1 << 20,
+        "g" | "gb" | "gib" => 1 << 30,
+        _ => return None,
+    };
+    n.checked_mul(mult)
+}
+
+impl Config {
+    /// Read the environment. Unparsable values are reported in the log and ignored.
+    pub fn from_env() -> Config {
+        let parse_f64 = |name: &str| {
+            var(name).and_then(|v| match v.parse::<f64>() {
+                Ok(x) if x > 0.0 && x.is_finite() => Some(x),
+                _ => {
+                    log::warn!("{name}={v:?} is not a positive number of seconds; ignored");
+                    None
+                }
+            })
+        };
+        Config {
+            algorithm: var("TREECAST_ALGORITHM").filter(|a| a != "auto"),
+            topology_file: var("TREECAST_TOPOLOGY"),
+            cache_dir: var("TREECAST_CACHE"),
+            probe: var("TREECAST_PROBE").map(|v| v != "0").unwrap_or(true),
+            segment_bytes: var("TREECAST_SEGMENT").and_then(|v| {
+                let b = parse_bytes(&v).filter(|&b| b > 0);
+                if b.is_none() {
+                    log::warn!("TREECAST_SEGMENT={v:?} is not a byte size; ignored");
+                }
+                b
+            }),
+            timeout_s: parse_f64("TREECAST_TIMEOUT"),
+            profile_path: var("TREECAST_PROFILE"),
+            profile_compare: var("TREECAST_PROFILE_COMPARE").and_then(|v| v.parse().ok().filter(|&n: &u64| n > 0)),
+            virtual_hosts: var("TREECAST_VIRTUAL_HOSTS").and_then(|v| v.parse().ok().filter(|&n: &u32| n > 0)),
+        }
+    }
+}
+
+/// The process-wide configuration (read on first use; also initializes logging).
+pub fn config() -> &'static Config {
+    static CONFIG: OnceLock<Config> = OnceLock::new();
+    CONFIG.get_or_init(|| {
+        init_logging();
+        Config::from_env()
+    })
+}
+
+/// Start `env_logger` from `TREECAST_LOG` unless the application already set a logger.
+pub fn init_logging() {
+    let _ = env_logger::Builder::from_env(env_logger::Env::default().filter_or("TREECAST_LOG", "warn"))
+        .format_timestamp_micros()
+        .try_init();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn byte_sizes() {
+        assert_eq!(parse_bytes("4096"), Some(4096));
+        assert_eq!(parse_bytes("64KiB"), Some(65536));
+        assert_eq!(parse_bytes("4MiB"), Some(4 << 20));
+        assert_eq!(parse_bytes("2M"), Some(2 << 20));
+        assert_eq!(parse_bytes("1GiB"), Some(1 << 30));
+        assert_eq!(parse_bytes("12 kb"), Some(12 << 10));
+        assert_eq!(parse_bytes("x"), None);
+        assert_eq!(parse_bytes("5TiB"), None);
+        assert_eq!(parse_bytes(""), None);
+    }
+}

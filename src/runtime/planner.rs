@@ -1,0 +1,129 @@
+//! Chooses the plan a communicator runs for each (root, size class).
+//!
+//! Planning must give the identical plan on every rank without communication (a rank whose
+//! message size is wrong must still be able to compute the root's plan to take part in error
+//! mode), so every input here is identical across ranks and every planner is deterministic.
+
+use super::config::Config;
+use crate::error::Result;
+use crate::exec::LocalPlan;
+use crate::plan::{self, class_max_segments, class_representative, trees, Plan};
+use mpi::ffi::MPI_Comm;
+
+/// Planning inputs of one communicator.
+pub struct Planner {
+    nranks: u32,
+    /// Rank-level tree of the communicator, identical on every rank, if known.
+    topology: Option<std::sync::Arc<crate::topology::Topology>>,
+    /// Where the topology came from.
+    source: super::topo::Source,
+    /// Forced algorithm (`TREECAST_ALGORITHM`), if any.
+    algorithm: Option<String>,
+    /// Forced segment size (`TREECAST_SEGMENT`), if any.
+    segment_bytes: Option<u64>,
+}
+
+impl Planner {
+    /// Collective over `comm` (all ranks call it during state creation).
+    pub fn create(comm: MPI_Comm, rank: u32, size: u32, cfg: &Config) -> Result<Planner> {
+        let t0 = crate::exec::raw::wtime();
+        // SAFETY: comm is our valid duplicate; every rank calls this collectively.
+        let (topology, source) = unsafe { super::topo::acquire(comm, rank, size, cfg)? };
+        match &source {
+            super::topo::Source::Unavailable(why) if rank == 0 => {
+                log::warn!("treecast: no topology ({why}); plans ignore the network")
+            }
+            super::topo::Source::Unavailable(_) => {}
+            s => log::info!(
+                "treecast: topology from {s:?} in {:.3} s",
+                crate::exec::raw::wtime() - t0
+            ),
+        }
+        Ok(Planner {
+            nranks: size,
+            topology,
+            source,
+            algorithm: cfg.algorithm.clone(),
+            segment_bytes: cfg.segment_bytes,
+        })
+    }
+
+    pub fn describe(&self) -> String {
+        match &self.algorithm {
+            Some(a) => format!("forced {a}"),
+            None => "topology-agnostic default".to_string(),
+        }
+    }
+
+    /// The communicator's rank-level topology, if known.
+    pub fn topology(&self) -> Option<&crate::topology::Topology> {
+        self.topology.as_deref()
+    }
+
+    /// Shared handle to the topology.
+    pub fn topology_arc(&self) -> Option<std::sync::Arc<crate::topology::Topology>> {
+        self.topology.clone()
+    }
+
+    /// Where the topology came from.
+    pub fn source(&self) -> &super::topo::Source {
+        &self.source
+    }
+
+    /// The full plan for (root, size class).
+    pub fn plan(&self, root: u32, class: u8) -> Plan {
+        let n = self.nranks;
+        let bytes = class_representative(class);
+        if n <= 1 || class == 0 {
+            return Plan::empty(n, root, "none");
+        }
+        let nsegs_for = |seg: u64| bytes.div_ceil(seg).clamp(1, class_max_segments(class) as u64) as u32;
+        let seg = self.segment_bytes.unwrap_or(plan::DEFAULT_SEGMENT_BYTES);
+        let p = match self.algorithm.as_deref() {
+            Some("binomial") => Plan::from_tree(root, &trees::binomial(n, root), 1, "binomial"),
+            Some("pipeline") | Some("binomial-pipeline") => {
+                Plan::from_tree(root, &trees::binomial(n, root), nsegs_for(seg), "binomial-pipeline")
+            }
+            Some("chain") => Plan::from_tree(root, &trees::rank_chain(n, root), nsegs_for(seg), "chain"),
+            Some("flat") => Plan::from_tree(root, &trees::flat(n, root), 1, "flat"),
+            Some("binary") => Plan::from_tree(root, &trees::kary(n, root, 2), nsegs_for(seg), "binary"),
+            Some(other) => {
+                log::warn!("TREECAST_ALGORITHM={other} is not known to the runtime; using the default");
+                plan::default_plan(n, root, bytes)
+            }
+            None => plan::default_plan(n, root, bytes),
+        };
+        match p.validate() {
+            Ok(()) => p,
+            Err(e) => {
+                log::error!("planner produced an invalid plan ({e}); falling back to a binomial tree");
+                Plan::from_tree(root, &trees::binomial(n, root), 1, "binomial")
+            }
+        }
+    }
+
+    /// This rank's part of the plan for (root, size class).
+    pub fn local_plan(&self, me: u32, root: u32, class: u8) -> LocalPlan {
+        LocalPlan::from_plan(&self.plan(root, class), me)
+    }
+
+    /// Algorithm name and predicted per-rank completion times (seconds after the root starts) of
+    /// the plan for `bytes` from `root`, when a network model is known.
+    pub fn predict_arrivals(&self, root: u32, bytes: u64) -> (String, Option<Vec<f64>>) {
+        let p = self.plan(root, crate::plan::size_class(bytes));
+        (p.info.algorithm.clone(), None)
+    }
+
+    /// Predicted completion time of a broadcast of `bytes` from `root`, when a network model is
+    /// known.
+    pub fn predict_time(&self, _root: u32, _bytes: u64) -> Option<crate::profile::report::Predicted> {
+        None
+    }
+
+    /// The plan poison travels along when the root itself cannot take part (its own arguments
+    /// are bad): a binomial tree, so every rank learns of the failure in log2(n) steps.
+    pub fn poison_plan(&self, me: u32, root: u32) -> LocalPlan {
+        let p = Plan::from_tree(root, &trees::binomial(self.nranks, root), 1, "poison");
+        LocalPlan::from_plan(&p, me)
+    }
+}

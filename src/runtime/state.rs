@@ -1,0 +1,371 @@
+//! Per-communicator state, cached on the user's communicator with MPI attribute caching.
+//!
+//! The first treecast call on a communicator creates the state collectively (duplicate the
+//! communicator, learn the topology, ...) and attaches it with `MPI_Comm_set_attr`; later calls
+//! find it with `MPI_Comm_get_attr` (a hash lookup). When the user frees the communicator, MPI
+//! calls our delete callback, which frees the duplicate and the plans. The same mechanism serves
+//! Rust (rsmpi communicators free themselves on drop) and C.
+//!
+//! At `MPI_Finalize` MPI deletes `MPI_COMM_SELF`'s attributes first, while everything still
+//! works (MPI-4 section 11.2.5); a hook attribute there releases every state still alive
+//! (`MPI_COMM_WORLD`'s, and communicators the user never freed), so no duplicate outlives MPI.
+
+use super::config::{config, Config};
+use super::planner::Planner;
+use crate::error::{Error, ErrorKind, Result};
+use crate::exec::raw::{self, check};
+use crate::exec::tags::TagCodec;
+use crate::exec::LocalPlan;
+use mpi::ffi::{self, MPI_Comm};
+use std::collections::HashMap;
+use std::ffi::c_void;
+use std::os::raw::c_int;
+use std::sync::{Arc, Mutex, OnceLock};
+
+/// Upper bound on cached plans per communicator (roots x size classes); least recently used
+/// entries are evicted beyond it, so long jobs with many roots stay bounded in memory.
+const PLAN_CACHE_LIMIT: usize = 512;
+
+/// Everything treecast keeps for one communicator.
+pub struct CommState {
+    /// Private duplicate of the user's communicator (`MPI_ERRORS_RETURN`).
+    pub comm: MPI_Comm,
+    pub rank: u32,
+    pub size: u32,
+    /// Sequence number of the next call (identical on every rank).
+    pub seq: u64,
+    pub codec: TagCodec,
+    pub planner: Planner,
+    plans: HashMap<(u32, u8), (Arc<LocalPlan>, u64)>,
+    use_clock: u64,
+    /// Set when the finalize hook released MPI resources; the state is then inert.
+    released: bool,
+    pub config: &'static Config,
+    /// Reused buffers of the executor.
+    pub scratch: crate::exec::engine::Scratch,
+    /// Per-call-site profile of this communicator.
+    pub profile: crate::profile::CommProfile,
+}
+
+impl CommState {
+    /// This rank's part of the plan for (root, size class), computed on first use. Planning is
+    /// deterministic, so every rank computes the same plan without communicating.
+    pub fn plan(&mut self, root: u32, class: u8) -> Arc<LocalPlan> {
+        self.use_clock += 1;
+        let clock = self.use_clock;
+        if let Some(e) = self.plans.get_mut(&(root, class)) {
+            e.1 = clock;
+            return e.0.clone();
+        }
+        let p = Arc::new(self.planner.local_plan(self.rank, root, class));
+        if self.plans.len() >= PLAN_CACHE_LIMIT {
+            if let Some(&k) = self.plans.iter().min_by_key(|(_, v)| v.1).map(|(k, _)| k) {
+                self.plans.remove(&k);
+            }
+        }
+        self.plans.insert((root, class), (p.clone(), clock));
+        p
+    }
+
+    /// Number of cached plans (for tests of boundedness).
+    pub fn cached_plans(&self) -> usize {
+        self.plans.len()
+    }
+
+    /// Free the MPI resources (the duplicate communicator). Idempotent.
+    fn release(&mut self) {
+        if !self.released {
+            self.released = true;
+            if !mpi_finalized() {
+                // SAFETY: comm is our duplicate, freed once.
+                unsafe {
+                    ffi::PMPI_Comm_free(&mut self.comm);
+                }
+            }
+        }
+    }
+}
+
+impl Drop for CommState {
+    fn drop(&mut self) {
+        self.release();
+    }
+}
+
+/// The boxed value stored in the attribute.
+type Slot = Mutex<CommState>;
+
+/// Addresses of live states, for the finalize hook.
+fn live() -> &'static Mutex<Vec<usize>> {
+    static LIVE: OnceLock<Mutex<Vec<usize>>> = OnceLock::new();
+    LIVE.get_or_init(|| Mutex::new(Vec::new()))
+}
+
+pub fn mpi_initialized() -> bool {
+    let mut f = 0;
+    // SAFETY: callable at any time.
+    unsafe { ffi::PMPI_Initialized(&mut f) };
+    f != 0
+}
+
+pub fn mpi_finalized() -> bool {
+    let mut f = 0;
+    // SAFETY: callable at any time.
+    unsafe { ffi::PMPI_Finalized(&mut f) };
+    f != 0
+}
+
+/// Copy callback: a duplicated communicator does not inherit our state (it gets its own).
+unsafe extern "C" fn no_copy(
+    _old: MPI_Comm,
+    _kv: c_int,
+    _extra: *mut c_void,
+    _val_in: *mut c_void,
+    _val_out: *mut c_void,
+    flag: *mut c_int,
+) -> c_int {
+    *flag = 0;
+    ffi::MPI_SUCCESS as c_int
+}
+
+/// Delete callback: the user's communicator is being freed.
+unsafe extern "C" fn delete_state(_comm: MPI_Comm, _kv: c_int, val: *mut c_void, _extra: *mut c_void) -> c_int {
+    let r = std::panic::catch_unwind(|| {
+        live()
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .retain(|&a| a != val as usize);
+        // SAFETY: val is the Box we leaked in `create`.
+        let slot: Box<Slot> = Box::from_raw(val as *mut Slot);
+        let mut st = slot.lock().unwrap_or_else(|p| p.into_inner());
+        crate::profile::on_comm_free(&mut st);
+        st.release();
+    });
+    if r.is_err() {
+        log::error!("panic while freeing treecast communicator state");
+    }
+    ffi::MPI_SUCCESS as c_int
+}
+
+/// Finalize hook (attribute on `MPI_COMM_SELF`): gather profiles and release every live state.
+/// States are visited in creation order (the same on every rank, because creation is
+/// collective); the world communicator's state goes last so it can carry the final gather.
+unsafe extern "C" fn finalize_hook(_comm: MPI_Comm, _kv: c_int, _val: *mut c_void, _extra: *mut c_void) -> c_int {
+    let r = std::panic::catch_unwind(|| {
+        let addrs: Vec<usize> = std::mem::take(&mut *live().lock().unwrap_or_else(|p| p.into_inner()));
+        let mut world: Option<&Slot> = None;
+        for a in addrs {
+            // SAFETY: addresses in LIVE are Boxes owned by attributes that MPI has not deleted
+            // yet; we only release MPI resources and leave the Box to the delete callback.
+            let slot = &*(a as *const Slot);
+            let mut st = slot.lock().unwrap_or_else(|p| p.into_inner());
+            if st.profile.is_world {
+                world = Some(slot);
+                continue;
+            }
+            crate::profile::on_comm_free(&mut st);
+            st.release();
+        }
+        match world {
+            Some(slot) => {
+                let mut st = slot.lock().unwrap_or_else(|p| p.into_inner());
+                crate::profile::on_finalize_world(Some(&mut st));
+                st.release();
+            }
+            None => crate::profile::on_finalize_world(None),
+        }
+    });
+    if r.is_err() {
+        log::error!("panic in treecast's finalize hook");
+    }
+    ffi::MPI_SUCCESS as c_int
+}
+
+/// The keyval for our state; created (with the finalize hook) on first use.
+fn keyval() -> Result<c_int> {
+    static KEYVAL: OnceLock<std::result::Result<c_int, Error>> = OnceLock::new();
+    KEYVAL
+        .get_or_init(|| {
+            // SAFETY: creating keyvals and setting an attribute on MPI_COMM_SELF.
+            unsafe {
+                let mut kv: c_int = 0;
+                check(
+                    ffi::PMPI_Comm_create_keyval(Some(no_copy), Some(delete_state), &mut kv, std::ptr::null_mut()),
+                    "MPI_Comm_create_keyval",
+                )?;
+                let mut hook: c_int = 0;
+                check(
+                    ffi::PMPI_Comm_create_keyval(Some(no_copy), Some(finalize_hook), &mut hook, std::ptr::null_mut()),
+                    "MPI_Comm_create_keyval",
+                )?;
+                check(
+                    ffi::PMPI_Comm_set_attr(ffi::RSMPI_COMM_SELF, hook, std::ptr::null_mut()),
+                    "MPI_Comm_set_attr(MPI_COMM_SELF)",
+                )?;
+                Ok(kv)
+            }
+        })
+        .clone()
+}
+
+/// Reject communicators we cannot serve, without letting MPI invoke a fatal error handler.
+pub fn check_comm(comm: MPI_Comm) -> Result<()> {
+    // SAFETY: comparing handles, then a query on a non-null handle.
+    unsafe {
+        if comm == ffi::RSMPI_COMM_NULL {
+            return Err(Error::new(ErrorKind::Comm, "communicator is MPI_COMM_NULL"));
+        }
+        let mut inter = 0;
+        check(ffi::PMPI_Comm_test_inter(comm, &mut inter), "MPI_Comm_test_inter")?;
+        if inter != 0 {
+            return Err(Error::new(
+                ErrorKind::Comm,
+                "inter-communicators are not supported by topo_bcast",
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The state of `comm`, created collectively on first use.
+///
+/// # Safety
+/// `comm` must be a valid intra-communicator. The returned reference lives until the
+/// communicator is freed; callers hold it only for the duration of one call.
+pub unsafe fn get_or_create(comm: MPI_Comm) -> Result<&'static Slot> {
+    let kv = keyval()?;
+    let mut val: *mut c_void = std::ptr::null_mut();
+    let mut flag: c_int = 0;
+    check(
+        ffi::PMPI_Comm_get_attr(comm, kv, &mut val as *mut *mut c_void as *mut c_void, &mut flag),
+        "MPI_Comm_get_attr",
+    )?;
+    if flag != 0 && !val.is_null() {
+        return Ok(&*(val as *const Slot));
+    }
+    let st = create(comm)?;
+    let ptr = Box::into_raw(Box::new(Mutex::new(st)));
+    if let Err(e) = check(
+        ffi::PMPI_Comm_set_attr(comm, kv, ptr as *mut c_void),
+        "MPI_Comm_set_attr",
+    ) {
+        drop(Box::from_raw(ptr));
+        return Err(e);
+    }
+    live().lock().unwrap_or_else(|p| p.into_inner()).push(ptr as usize);
+    Ok(&*ptr)
+}
+
+/// Collective: duplicate the communicator and set up planning.
+unsafe fn create(user: MPI_Comm) -> Result<CommState> {
+    let cfg = config();
+    let t0 = raw::wtime();
+    let mut dup: MPI_Comm = ffi::RSMPI_COMM_NULL;
+    check(ffi::PMPI_Comm_dup(user, &mut dup), "MPI_Comm_dup")?;
+    let mut dup_guard = CommGuard(dup);
+    check(
+        ffi::PMPI_Comm_set_errhandler(dup, ffi::RSMPI_ERRORS_RETURN),
+        "MPI_Comm_set_errhandler",
+    )?;
+    let rank = raw::comm_rank(dup)? as u32;
+    let size = raw::comm_size(dup)? as u32;
+    let mut tag_ub_ptr: *mut c_int = std::ptr::null_mut();
+    let mut flag: c_int = 0;
+    check(
+        ffi::PMPI_Comm_get_attr(
+            dup,
+            ffi::MPI_TAG_UB as c_int,
+            &mut tag_ub_ptr as *mut *mut c_int as *mut c_void,
+            &mut flag,
+        ),
+        "MPI_Comm_get_attr(MPI_TAG_UB)",
+    )?;
+    let tag_ub = if flag != 0 && !tag_ub_ptr.is_null() {
+        *tag_ub_ptr
+    } else {
+        32767
+    };
+    let planner = Planner::create(dup, rank, size, cfg)?;
+    let profile = profile_setup(user, dup, cfg)?;
+    let comm = dup_guard.take();
+    log::info!(
+        "treecast: communicator of {size} ranks ready in {:.3} ms (planner: {})",
+        (raw::wtime() - t0) * 1e3,
+        planner.describe()
+    );
+    Ok(CommState {
+        comm,
+        rank,
+        size,
+        seq: 0,
+        codec: TagCodec::new(tag_ub),
+        planner,
+        plans: HashMap::new(),
+        use_clock: 0,
+        released: false,
+        config: cfg,
+        scratch: Default::default(),
+        profile,
+    })
+}
+
+/// Profiling is on for a communicator only if every rank has it configured (agreed with an
+/// allreduce), so a variable missing on some ranks cannot make later gathers hang.
+unsafe fn profile_setup(user: MPI_Comm, dup: MPI_Comm, cfg: &Config) -> Result<crate::profile::CommProfile> {
+    static COUNTER: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let mine: c_int = cfg.profile_path.is_some() as c_int;
+    let mut all: c_int = 0;
+    check(
+        ffi::PMPI_Allreduce(
+            &mine as *const c_int as *const c_void,
+            &mut all as *mut c_int as *mut c_void,
+            1,
+            ffi::RSMPI_INT32_T,
+            ffi::RSMPI_MIN,
+            dup,
+        ),
+        "MPI_Allreduce",
+    )?;
+    if mine != 0 && all == 0 {
+        log::warn!("TREECAST_PROFILE is not set on every rank of a communicator; profiling it is off");
+    }
+    let is_world = user == ffi::RSMPI_COMM_WORLD;
+    let k = COUNTER.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    Ok(crate::profile::CommProfile {
+        enabled: all != 0,
+        compare_every: cfg.profile_compare,
+        is_world,
+        label: if is_world {
+            "MPI_COMM_WORLD".into()
+        } else {
+            // Only the label on the communicator's rank 0 is reported; the creation counter of
+            // that process and its world rank make it unique across the job.
+            format!(
+                "communicator {k} of world rank {}",
+                raw::comm_rank(ffi::RSMPI_COMM_WORLD).unwrap_or(-1)
+            )
+        },
+        ..Default::default()
+    })
+}
+
+/// Frees a communicator unless taken (error paths during creation).
+struct CommGuard(MPI_Comm);
+
+impl CommGuard {
+    fn take(&mut self) -> MPI_Comm {
+        // SAFETY: reading an extern constant.
+        std::mem::replace(&mut self.0, unsafe { ffi::RSMPI_COMM_NULL })
+    }
+}
+
+impl Drop for CommGuard {
+    fn drop(&mut self) {
+        // SAFETY: comparing handles; freeing our own duplicate.
+        unsafe {
+            if self.0 != ffi::RSMPI_COMM_NULL {
+                ffi::PMPI_Comm_free(&mut self.0);
+            }
+        }
+    }
+}

@@ -1,0 +1,402 @@
+//! Learning the network of a communicator at start-up (collective).
+//!
+//! 1. Hosts: ranks sharing memory are grouped exactly with `MPI_Comm_split_type(SHARED)`; the
+//!    lowest rank of each group is its leader, and the group is named by its processor name.
+//! 2. The host-level tree comes, in this order, from `TREECAST_TOPOLOGY` (JSON or Slurm), from
+//!    the cache in `TREECAST_CACHE` keyed by the sorted host names, or from probing RTTs between
+//!    host leaders and inferring the tree (`probe` + `infer`); one host needs no network at all.
+//! 3. Every decision is taken on rank 0 and broadcast (the tree travels as JSON), so all ranks
+//!    hold the identical topology even if only rank 0 can read the file.
+//! 4. Ranks are attached under their host's node with shared-memory link parameters, giving the
+//!    rank-level tree the planner works on (rank leaves = communicator ranks).
+//!
+//! Any failure degrades to `None` (topology-agnostic plans) on every rank alike: a wrong or
+//! missing tree may only cost speed, never correctness.
+
+use super::config::Config;
+use crate::error::{Error, ErrorKind, Result};
+use crate::exec::raw::{self, check};
+use crate::topology::{self, Topology, TopologyBuilder, VertexKind};
+use mpi::ffi::{self, MPI_Comm};
+use std::collections::HashMap;
+use std::ffi::c_void;
+use std::os::raw::c_int;
+use std::sync::Arc;
+
+/// One-way latency and bandwidth assumed between ranks of one host (shared memory).
+pub const SHM_LATENCY_S: f64 = 0.3e-6;
+pub const SHM_BANDWIDTH_BPS: f64 = 8e9;
+
+/// How a communicator's ranks sit on hosts.
+pub struct Hosts {
+    /// Host index (into `names`) of every rank.
+    pub host_of: Vec<u32>,
+    /// Unique host names, indexed by host.
+    pub names: Vec<String>,
+    /// Communicator rank of each host's leader.
+    pub leaders: Vec<u32>,
+}
+
+impl Hosts {
+    pub fn count(&self) -> usize {
+        self.names.len()
+    }
+}
+
+fn processor_name() -> [u8; 256] {
+    let mut buf = [0u8; 256];
+    let mut len: c_int = 0;
+    // SAFETY: MPI writes at most MPI_MAX_PROCESSOR_NAME (256) bytes.
+    unsafe { ffi::PMPI_Get_processor_name(buf.as_mut_ptr() as *mut _, &mut len) };
+    buf
+}
+
+fn cstr(buf: &[u8]) -> String {
+    let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
+    String::from_utf8_lossy(&buf[..end]).into_owned()
+}
+
+/// Group ranks by shared memory (collective over `comm`).
+///
+/// # Safety
+/// `comm` must be a valid intra-communicator.
+pub unsafe fn discover_hosts(comm: MPI_Comm, rank: u32, size: u32, cfg: &Config) -> Result<Hosts> {
+    if let Some(k) = cfg.virtual_hosts {
+        // Testing knob (identical on every rank by construction): hosts of k consecutive ranks.
+        let leader_of: Vec<u32> = (0..size).map(|r| r / k * k).collect();
+        return Ok(group(&leader_of, |r| format!("vhost{}", r as u32 / k)));
+    }
+    let mut node: MPI_Comm = ffi::RSMPI_COMM_NULL;
+    check(
+        ffi::PMPI_Comm_split_type(
+            comm,
+            ffi::RSMPI_COMM_TYPE_SHARED,
+            rank as c_int,
+            ffi::RSMPI_INFO_NULL,
+            &mut node,
+        ),
+        "MPI_Comm_split_type",
+    )?;
+    // The leader's communicator rank identifies the host.
+    let mut leader = rank as c_int;
+    let rc = ffi::PMPI_Bcast(&mut leader as *mut c_int as *mut c_void, 1, ffi::RSMPI_INT32_T, 0, node);
+    ffi::PMPI_Comm_free(&mut node);
+    check(rc, "MPI_Bcast")?;
+    let mut leader_of = vec![0 as c_int; size as usize];
+    check(
+        ffi::PMPI_Allgather(
+            &leader as *const c_int as *const c_void,
+            1,
+            ffi::RSMPI_INT32_T,
+            leader_of.as_mut_ptr() as *mut c_void,
+            1,
+            ffi::RSMPI_INT32_T,
+            comm,
+        ),
+        "MPI_Allgather",
+    )?;
+    let me = processor_name();
+    let mut names_raw = vec![0u8; 256 * size as usize];
+    check(
+        ffi::PMPI_Allgather(
+            me.as_ptr() as *const c_void,
+            256,
+            raw::byte_type(),
+            names_raw.as_mut_ptr() as *mut c_void,
+            256,
+            raw::byte_type(),
+            comm,
+        ),
+        "MPI_Allgather",
+    )?;
+    Ok(group(&leader_of.iter().map(|&l| l as u32).collect::<Vec<_>>(), |r| {
+        cstr(&names_raw[r * 256..(r + 1) * 256])
+    }))
+}
+
+/// Dense host numbering from each rank's leader; names from the leaders' processor names, made
+/// unique (two groups reporting the same name get `#2`, `#3` suffixes).
+fn group(leader_of: &[u32], name_of_rank: impl Fn(usize) -> String) -> Hosts {
+    let mut leaders: Vec<u32> = leader_of.to_vec();
+    leaders.sort_unstable();
+    leaders.dedup();
+    let index: HashMap<u32, u32> = leaders.iter().enumerate().map(|(i, &l)| (l, i as u32)).collect();
+    let host_of = leader_of.iter().map(|l| index[l]).collect();
+    let mut seen: HashMap<String, u32> = HashMap::new();
+    let names = leaders
+        .iter()
+        .map(|&l| {
+            let mut n = name_of_rank(l as usize);
+            if n.is_empty() {
+                n = format!("host{l}");
+            }
+            let k = seen.entry(n.clone()).or_insert(0);
+            *k += 1;
+            if *k > 1 {
+                format!("{n}#{k}")
+            } else {
+                n
+            }
+        })
+        .collect();
+    Hosts {
+        host_of,
+        names,
+        leaders,
+    }
+}
+
+/// Attach the communicator's ranks under their hosts' nodes in a host-level tree (whose leaves
+/// are nodes named like `hosts.names`; ranks already in it are dropped). Fails if a host of the
+/// job is missing from the tree.
+pub fn attach_ranks(host_tree: &Topology, hosts: &Hosts) -> std::result::Result<Topology, String> {
+    let mut b = TopologyBuilder::new();
+    let mut map: HashMap<usize, usize> = HashMap::new();
+    for (i, v) in host_tree.vertices().iter().enumerate() {
+        if v.kind != VertexKind::Rank {
+            map.insert(i, b.vertex(v.name.clone(), v.kind));
+        }
+    }
+    for l in host_tree.links() {
+        if let (Some(&a), Some(&c)) = (map.get(&l.a), map.get(&l.b)) {
+            let id = b.link_full(a, c, l.ab, l.ba, l.duplex);
+            b.links[id].latency_fit = l.latency_fit;
+        }
+    }
+    for (rank, &h) in hosts.host_of.iter().enumerate() {
+        let name = &hosts.names[h as usize];
+        let host_v = host_tree
+            .find(name)
+            .and_then(|v| map.get(&v).copied())
+            .filter(|&v| b.vertices[v].kind == VertexKind::Node)
+            .ok_or_else(|| format!("host '{name}' of this job is not a node of the topology"))?;
+        let r = b.rank(rank as u32);
+        b.link(r, host_v, SHM_LATENCY_S, SHM_BANDWIDTH_BPS);
+    }
+    b.build()
+        .map_err(|e| format!("cannot attach ranks to the topology: {e}"))
+}
+
+/// A single host: one node with every rank below it.
+pub fn single_host(name: &str, nranks: u32) -> Topology {
+    let mut b = TopologyBuilder::new();
+    let n = b.vertex(name, VertexKind::Node);
+    for r in 0..nranks {
+        let rv = b.rank(r);
+        b.link(rv, n, SHM_LATENCY_S, SHM_BANDWIDTH_BPS);
+    }
+    b.build().expect("a star is a tree")
+}
+
+/// Cache file for a set of hosts: a stable hash of the sorted names.
+pub fn cache_path(dir: &str, names: &[String]) -> std::path::PathBuf {
+    let mut sorted: Vec<&String> = names.iter().collect();
+    sorted.sort();
+    // FNV-1a: stable across runs and Rust versions (unlike DefaultHasher).
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for n in sorted {
+        for &b in n.as_bytes().iter().chain(std::iter::once(&0u8)) {
+            h ^= b as u64;
+            h = h.wrapping_mul(0x0000_0100_0000_01b3);
+        }
+    }
+    std::path::Path::new(dir).join(format!("treecast-topology-{h:016x}.json"))
+}
+
+/// Where a communicator's topology came from (for logs and `treecast probe`).
+#[derive(Clone, Debug, PartialEq)]
+pub enum Source {
+    SingleHost,
+    File(String),
+    Cache(String),
+    Probed { seconds: f64 },
+    Unavailable(String),
+}
+
+/// Collective: the rank-level topology of `comm`, identical on every rank, or `None`.
+///
+/// # Safety
+/// `comm` must be our valid duplicate communicator.
+pub unsafe fn acquire(comm: MPI_Comm, rank: u32, size: u32, cfg: &Config) -> Result<(Option<Arc<Topology>>, Source)> {
+    let hosts = discover_hosts(comm, rank, size, cfg)?;
+    if hosts.count() == 1 {
+        return Ok((Some(Arc::new(single_host(&hosts.names[0], size))), Source::SingleHost));
+    }
+    // Rank 0 decides and produces the host-level tree as JSON (or an error message).
+    let mut decided: std::result::Result<(String, Source), String> = Err(String::new());
+    if rank == 0 {
+        decided = host_tree_on_rank0(&hosts, cfg);
+    }
+    // Probing is collective among host leaders; rank 0 asks for it through the broadcast flag.
+    let want_probe = rank == 0 && decided.as_ref().err().is_some_and(|e| e.is_empty()) && cfg.probe;
+    let mut flag: c_int = want_probe as c_int;
+    check(
+        ffi::PMPI_Bcast(&mut flag as *mut c_int as *mut c_void, 1, ffi::RSMPI_INT32_T, 0, comm),
+        "MPI_Bcast",
+    )?;
+    if flag != 0 {
+        let t0 = raw::wtime();
+        let probed = super::prober::probe_and_infer(comm, rank, &hosts, cfg);
+        if rank == 0 {
+            decided = match probed {
+                Ok(tree) => {
+                    let json = topology::json::to_string(&tree);
+                    if let Some(dir) = &cfg.cache_dir {
+                        let p = cache_path(dir, &hosts.names);
+                        match std::fs::create_dir_all(dir).and_then(|_| std::fs::write(&p, &json)) {
+                            Ok(()) => log::info!("treecast: cached the inferred topology in {}", p.display()),
+                            Err(e) => log::warn!("treecast: cannot write topology cache {}: {e}", p.display()),
+                        }
+                    }
+                    Ok((
+                        json,
+                        Source::Probed {
+                            seconds: raw::wtime() - t0,
+                        },
+                    ))
+                }
+                Err(e) => Err(format!("probing failed: {e}")),
+            };
+        }
+    } else if rank == 0 && decided.as_ref().err().is_some_and(|e| e.is_empty()) {
+        decided = Err("probing disabled (TREECAST_PROBE=0) and no topology file or cache".into());
+    }
+    // Broadcast rank 0's outcome: [ok flag][source tag + text].
+    let payload = match &decided {
+        Ok((json, src)) => format!("1{}\n{json}", source_tag(src)),
+        Err(e) => format!("0{e}"),
+    };
+    let text = bcast_string(comm, rank, &payload)?;
+    let (ok, rest) = text.split_at(1.min(text.len()));
+    if ok != "1" {
+        return Ok((None, Source::Unavailable(rest.to_string())));
+    }
+    let (tag, json) = rest.split_once('\n').unwrap_or((rest, ""));
+    let source = parse_source(tag);
+    let tree = match topology::json::from_str(json, "(broadcast topology)") {
+        Ok(t) => t,
+        Err(e) => return Ok((None, Source::Unavailable(format!("broadcast topology unreadable: {e}")))),
+    };
+    match attach_ranks(&tree, &hosts) {
+        Ok(t) => Ok((Some(Arc::new(t)), source)),
+        Err(e) => Ok((None, Source::Unavailable(e))),
+    }
+}
+
+fn source_tag(s: &Source) -> String {
+    match s {
+        Source::File(f) => format!("file:{f}"),
+        Source::Cache(f) => format!("cache:{f}"),
+        Source::Probed { seconds } => format!("probed:{seconds}"),
+        Source::SingleHost => "single".into(),
+        Source::Unavailable(e) => format!("none:{e}"),
+    }
+}
+
+fn parse_source(tag: &str) -> Source {
+    match tag.split_once(':') {
+        Some(("file", f)) => Source::File(f.into()),
+        Some(("cache", f)) => Source::Cache(f.into()),
+        Some(("probed", s)) => Source::Probed {
+            seconds: s.parse().unwrap_or(0.0),
+        },
+        _ => Source::SingleHost,
+    }
+}
+
+/// Rank 0: the host-level tree from a file or the cache. `Err("")` means "probe".
+fn host_tree_on_rank0(hosts: &Hosts, cfg: &Config) -> std::result::Result<(String, Source), String> {
+    if let Some(f) = &cfg.topology_file {
+        return match topology::load_file(std::path::Path::new(f)) {
+            Ok(t) => Ok((topology::json::to_string(&t), Source::File(f.clone()))),
+            Err(e) => Err(format!("TREECAST_TOPOLOGY: {e}")),
+        };
+    }
+    if let Some(dir) = &cfg.cache_dir {
+        let p = cache_path(dir, &hosts.names);
+        if p.exists() {
+            return match topology::load_file(&p) {
+                Ok(t) => Ok((topology::json::to_string(&t), Source::Cache(p.display().to_string()))),
+                Err(e) => {
+                    log::warn!("treecast: ignoring unreadable topology cache: {e}");
+                    Err(String::new())
+                }
+            };
+        }
+    }
+    Err(String::new())
+}
+
+/// Broadcast a string from rank 0 (length, then bytes).
+unsafe fn bcast_string(comm: MPI_Comm, rank: u32, s: &str) -> Result<String> {
+    let mut len: i64 = if rank == 0 { s.len() as i64 } else { 0 };
+    check(
+        ffi::PMPI_Bcast(&mut len as *mut i64 as *mut c_void, 1, ffi::RSMPI_INT64_T, 0, comm),
+        "MPI_Bcast",
+    )?;
+    let mut buf = if rank == 0 {
+        s.as_bytes().to_vec()
+    } else {
+        vec![0u8; len as usize]
+    };
+    let (count, dt) = raw::byte_message_type(len as u64)?;
+    check(
+        ffi::PMPI_Bcast(buf.as_mut_ptr() as *mut c_void, count, dt.handle(), 0, comm),
+        "MPI_Bcast",
+    )?;
+    String::from_utf8(buf).map_err(|_| Error::new(ErrorKind::Other, "broadcast topology is not UTF-8"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn grouping_is_dense_and_names_unique() {
+        // Ranks 0,1 on host led by 0; 2 alone; 3,4 led by 3 but reporting the same name as 0.
+        let leader_of = [0, 0, 2, 3, 3];
+        let names = ["a", "a", "b", "a", "a"];
+        let h = group(&leader_of, |r| names[r].to_string());
+        assert_eq!(h.host_of, vec![0, 0, 1, 2, 2]);
+        assert_eq!(h.names, vec!["a", "b", "a#2"]);
+        assert_eq!(h.leaders, vec![0, 2, 3]);
+    }
+
+    #[test]
+    fn ranks_attach_under_their_hosts() {
+        let tree = crate::topology::slurm::from_str(
+            "SwitchName=s0 Nodes=a,b\nSwitchName=s1 Nodes=c\nSwitchName=top Switches=s[0-1]\n",
+            "t",
+        )
+        .unwrap();
+        let hosts = Hosts {
+            host_of: vec![2, 0, 0, 1],
+            names: vec!["a".into(), "b".into(), "c".into()],
+            leaders: vec![1, 3, 0],
+        };
+        let t = attach_ranks(&tree, &hosts).unwrap();
+        assert_eq!(t.num_ranks(), 4);
+        assert_eq!(t.vertex(t.host_of_rank(0).unwrap()).name, "c");
+        assert_eq!(t.vertex(t.host_of_rank(1).unwrap()).name, "a");
+        assert_eq!(t.vertex(t.host_of_rank(3).unwrap()).name, "b");
+        // Ranks 1 and 2 share host a: their path is only the shared-memory links.
+        let (v1, v2) = (t.rank_vertex(1), t.rank_vertex(2));
+        assert!((t.path_latency(v1, v2) - 2.0 * SHM_LATENCY_S).abs() < 1e-15);
+        // A host missing from the tree is an error naming it.
+        let bad = Hosts {
+            host_of: vec![0],
+            names: vec!["zz".into()],
+            leaders: vec![0],
+        };
+        assert!(attach_ranks(&tree, &bad).unwrap_err().contains("'zz'"));
+    }
+
+    #[test]
+    fn cache_key_ignores_order_and_separates_names() {
+        let a = cache_path("/c", &["x".into(), "y".into()]);
+        let b = cache_path("/c", &["y".into(), "x".into()]);
+        let c = cache_path("/c", &["xy".into()]);
+        assert_eq!(a, b);
+        assert_ne!(a, c);
+    }
+}

@@ -1,0 +1,63 @@
+//! The C ABI: build `mpi-examples/c_bcast.c` with mpicc against `include/treecast.h` and the
+//! `libtreecast.so` cargo built, run it under mpirun, and check that the library exports
+//! `topo_bcast` but no `MPI_*` symbol (those belong to the MPI library and the interposer).
+
+mod common;
+use common::{assert_ok, mpirun, target_dir};
+use std::path::PathBuf;
+use std::process::Command;
+
+fn libtreecast() -> PathBuf {
+    let p = target_dir().join("libtreecast.so");
+    assert!(p.exists(), "{} not built", p.display());
+    p
+}
+
+fn build_c_example() -> PathBuf {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let out = target_dir().join("c_bcast_test");
+    let lib = libtreecast();
+    let status = Command::new("mpicc")
+        .args(["-O2", "-Wall", "-Werror", "-I"])
+        .arg(root.join("include"))
+        .arg(root.join("mpi-examples/c_bcast.c"))
+        .arg(format!("-L{}", lib.parent().unwrap().display()))
+        .args([
+            "-ltreecast",
+            &format!("-Wl,-rpath,{}", lib.parent().unwrap().display()),
+            "-o",
+        ])
+        .arg(&out)
+        .status()
+        .expect("mpicc not found (install libopenmpi-dev)");
+    assert!(status.success(), "mpicc failed to build c_bcast.c");
+    out
+}
+
+#[test]
+fn c_example_matches_mpi_bcast_and_returns_error_codes() {
+    let exe = build_c_example();
+    for np in [1, 2, 4, 7] {
+        let out = mpirun(np, &exe, &[], &[("TREECAST_TIMEOUT", "120")], 600);
+        assert_ok(&out, 1, &format!("c_bcast on {np} ranks"));
+    }
+}
+
+#[test]
+fn library_exports_topo_bcast_and_no_mpi_symbols() {
+    let out = Command::new("nm")
+        .args(["-D", "--defined-only"])
+        .arg(libtreecast())
+        .output()
+        .expect("nm");
+    let syms = String::from_utf8_lossy(&out.stdout);
+    let names: Vec<&str> = syms.lines().filter_map(|l| l.split_whitespace().nth(2)).collect();
+    for want in ["topo_bcast", "treecast_init", "treecast_last_error"] {
+        assert!(names.contains(&want), "{want} not exported");
+    }
+    let mpi: Vec<&&str> = names
+        .iter()
+        .filter(|n| n.starts_with("MPI_") || n.starts_with("mpi_"))
+        .collect();
+    assert!(mpi.is_empty(), "libtreecast.so must not export MPI symbols: {mpi:?}");
+}

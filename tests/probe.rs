@@ -1,0 +1,85 @@
+//! `treecast probe` under mpirun: on one machine every rank sits below one node; with virtual
+//! hosts (TREECAST_VIRTUAL_HOSTS) and TREECAST_TOPOLOGY the file's tree is used with the job's
+//! ranks attached under their hosts; a bad file degrades to no topology with a clear message.
+
+mod common;
+use common::mpirun;
+use std::path::PathBuf;
+use treecast::topology::{self, VertexKind};
+
+fn treecast() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_treecast"))
+}
+
+fn probe_json(np: u32, env: &[(&str, &str)]) -> topology::Topology {
+    let out = mpirun(np, &treecast(), &["probe", "--format", "json"], env, 300);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    topology::json::from_str(&stdout, "probe output").unwrap_or_else(|e| panic!("{e}\n{stdout}"))
+}
+
+#[test]
+fn one_machine_is_one_node_with_every_rank() {
+    let t = probe_json(4, &[]);
+    assert_eq!(t.num_ranks(), 4);
+    let nodes = t.vertices_of_kind(VertexKind::Node);
+    assert_eq!(nodes.len(), 1);
+    assert_eq!(t.ranks_below(nodes[0]), vec![0, 1, 2, 3]);
+    assert!(t.vertices_of_kind(VertexKind::Switch).is_empty());
+}
+
+#[test]
+fn topology_file_is_used_with_ranks_attached_to_hosts() {
+    let dir = std::env::temp_dir().join(format!("treecast-probe-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let conf = dir.join("t.conf");
+    std::fs::write(&conf, "# two leaf switches\nSwitchName=s0 Nodes=vhost[0-1]\nSwitchName=s1 Nodes=vhost2\nSwitchName=top Switches=s[0-1]\n").unwrap();
+    let t = probe_json(
+        6,
+        &[
+            ("TREECAST_VIRTUAL_HOSTS", "2"),
+            ("TREECAST_TOPOLOGY", conf.to_str().unwrap()),
+        ],
+    );
+    assert_eq!(t.num_ranks(), 6);
+    for (rank, host) in [(0, "vhost0"), (1, "vhost0"), (2, "vhost1"), (5, "vhost2")] {
+        assert_eq!(t.vertex(t.host_of_rank(rank).unwrap()).name, host);
+    }
+    assert_eq!(topology::groups_string(&t), "vhost0 vhost1\nvhost2\n");
+
+    // A file missing one of the job's hosts: no topology, and the message names the host.
+    std::fs::write(&conf, "SwitchName=s0 Nodes=vhost[0-1]\n").unwrap();
+    let out = mpirun(
+        6,
+        &treecast(),
+        &["probe"],
+        &[
+            ("TREECAST_VIRTUAL_HOSTS", "2"),
+            ("TREECAST_TOPOLOGY", conf.to_str().unwrap()),
+        ],
+        300,
+    );
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("host 'vhost2'"), "{stderr}");
+
+    // A malformed file: the error names file, line and field.
+    std::fs::write(&conf, "SwitchName=s0 Nodes=vhost[0-\n").unwrap();
+    let out = mpirun(
+        4,
+        &treecast(),
+        &["probe"],
+        &[
+            ("TREECAST_VIRTUAL_HOSTS", "2"),
+            ("TREECAST_TOPOLOGY", conf.to_str().unwrap()),
+        ],
+        300,
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && stderr.contains("t.conf:1"), "{stderr}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -1,0 +1,140 @@
+//! A profiled mpirun job (`TREECAST_PROFILE`) writes a report whose call counts and byte totals
+//! are exactly right, per call site and communicator, including a communicator freed before
+//! finalize and one never freed; MPI_Bcast comparisons appear every Nth call.
+
+mod common;
+use common::{assert_ok, example, mpirun};
+use treecast::profile::ProfileReport;
+
+#[test]
+fn profile_counts_calls_and_bytes_exactly() {
+    let dir = std::env::temp_dir().join(format!("treecast-profile-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("profile.json");
+    let path_s = path.to_string_lossy().into_owned();
+    let np = 4;
+    let out = mpirun(
+        np,
+        &example("check_bcast"),
+        &["profile"],
+        &[
+            ("TREECAST_PROFILE", &path_s),
+            ("TREECAST_PROFILE_COMPARE", "4"),
+            ("TREECAST_TIMEOUT", "120"),
+        ],
+        600,
+    );
+    assert_ok(&out, 1, "profile job");
+    let report = ProfileReport::load(&path).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(report.world_size, np);
+
+    let world = report
+        .communicators
+        .iter()
+        .find(|c| c.label == "MPI_COMM_WORLD")
+        .expect("world report");
+    assert_eq!(world.size, np);
+    assert_eq!(world.hosts.len(), np as usize);
+    assert_eq!(world.sites.len(), 2, "{:#?}", world.sites);
+    let a = world
+        .sites
+        .iter()
+        .find(|s| s.calls == 37)
+        .expect("site A with 37 calls");
+    let b = world
+        .sites
+        .iter()
+        .find(|s| s.calls == 11)
+        .expect("site B with 11 calls");
+    let a_bytes: u64 = (0..37u64).map(|i| i * 13 % 1000 + 1).sum();
+    assert_eq!(a.bytes, a_bytes);
+    assert_eq!(b.bytes, 11 * 4096);
+    for s in [a, b] {
+        assert!(s.site.contains("check_bcast.rs:"), "{}", s.site);
+        assert_eq!(s.ranks, np);
+        assert_eq!(s.rank_calls, s.calls * np as u64);
+        assert_eq!(s.failures, 0);
+        assert_eq!(s.histogram.iter().map(|h| h.2).sum::<u64>(), s.rank_calls);
+        assert!(s.time.min_s > 0.0 && s.time.min_s <= s.time.median_s && s.time.median_s <= s.time.max_s);
+        let sample = s.sample_call.as_ref().expect("sample call");
+        assert_eq!(sample.ranks.len(), np as usize);
+        let root = sample.ranks.iter().find(|r| r.rank == sample.root).unwrap();
+        assert!(root.enter_s.abs() < 1e-9, "times are relative to the root's entry");
+    }
+    // Site A rotates roots: 37 calls over 4 roots.
+    assert_eq!(a.roots.iter().map(|r| r.1).sum::<u64>(), 37);
+    assert_eq!(a.roots.len(), np as usize);
+    // Every 4th call on world (sequence numbers 0, 4, ...) was also timed with MPI_Bcast:
+    // calls 0..48 on world -> 12 comparisons, split between the two sites by sequence number.
+    let compared: u64 = world.sites.iter().filter_map(|s| s.compare.map(|c| c.calls)).sum();
+    assert_eq!(compared, 12);
+
+    // Two split communicators (freed before finalize), each 2 ranks, 5 calls of 100 bytes.
+    let splits: Vec<_> = report.communicators.iter().filter(|c| c.size == 2).collect();
+    assert_eq!(
+        splits.len(),
+        2,
+        "{:?}",
+        report.communicators.iter().map(|c| &c.label).collect::<Vec<_>>()
+    );
+    for c in splits {
+        assert_eq!(c.sites.len(), 1);
+        assert_eq!((c.sites[0].calls, c.sites[0].bytes), (5, 500));
+    }
+    // The duplicate of world, never freed: gathered at finalize.
+    let dups: Vec<_> = report
+        .communicators
+        .iter()
+        .filter(|c| c.size == np && c.label != "MPI_COMM_WORLD")
+        .collect();
+    assert_eq!(dups.len(), 1);
+    assert_eq!((dups[0].sites[0].calls, dups[0].sites[0].bytes), (3, 24));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn report_renders_a_profile_and_rejects_garbage() {
+    let dir = std::env::temp_dir().join(format!("treecast-report-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("p.json");
+    let out = mpirun(
+        3,
+        &example("check_bcast"),
+        &["profile"],
+        &[
+            ("TREECAST_PROFILE", path.to_str().unwrap()),
+            ("TREECAST_TIMEOUT", "120"),
+        ],
+        600,
+    );
+    assert_ok(&out, 1, "profile job");
+    let treecast = env!("CARGO_BIN_EXE_treecast");
+    let svg = dir.join("svg");
+    let out = std::process::Command::new(treecast)
+        .arg("report")
+        .arg(&path)
+        .arg("--svg")
+        .arg(&svg)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("MPI_COMM_WORLD (3 ranks)"), "{text}");
+    let row = text
+        .lines()
+        .find(|l| l.contains("check_bcast.rs:") && l.split_whitespace().nth(1) == Some("37"));
+    assert!(row.is_some(), "site A row with 37 calls:\n{text}");
+    let charts = std::fs::read_dir(&svg).unwrap().count();
+    assert!(charts >= 3, "{charts} charts");
+
+    std::fs::write(dir.join("bad.json"), "{\"version\": 1, \"world_size\": \"x\"}").unwrap();
+    let out = std::process::Command::new(treecast)
+        .arg("report")
+        .arg(dir.join("bad.json"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("bad.json") && err.lines().count() == 1, "{err}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
