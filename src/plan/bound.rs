@@ -80,8 +80,49 @@ struct Side {
     tau: f64,
     delta: f64,
     l_after: f64,
+    /// Longest latency from the entry link on to a rank of the side.
+    l_after_max: f64,
+    /// Longest reservation a transfer entering the side can need on the entry link.
+    d_max: f64,
     /// Per rank outside: latency to the start of the entry link's reservation.
     lat_in: Vec<f64>,
+    /// Leaving the side through the same link: (D / bandwidth, least latency from a rank
+    /// inside to one outside, D / best bottleneck).
+    back: (f64, f64, f64),
+    /// Per unit: the least latency of a transfer leaving it (through its uplink) to a rank on
+    /// its own side of this link: outside the side for units outside, inside for units inside.
+    lam: Vec<f64>,
+    /// How much sooner than [`Side::lam`] a unit outside can reach a rank inside (>= 0).
+    lam_gap: f64,
+    /// Per unit inside: its uplink as a gate for transfers to other ranks inside the side
+    /// (they may need a larger share than transfers leaving the side).
+    up_in: Vec<Gate>,
+}
+
+/// An emitter of the doubling process: its k-th transfer completes no earlier than
+/// `max(floor, a + lambda + max(k tau, delta))`.
+#[derive(Clone, Copy, Debug)]
+struct Emitter {
+    a: f64,
+    tau: f64,
+    lambda: f64,
+    delta: f64,
+    floor: f64,
+}
+
+impl Emitter {
+    fn new(a: f64, tau: f64, lambda: f64, delta: f64) -> Emitter {
+        Emitter {
+            a,
+            tau,
+            lambda,
+            delta,
+            floor: f64::NEG_INFINITY,
+        }
+    }
+    fn slot(&self, k: u32) -> f64 {
+        (self.a + self.lambda + (k as f64 * self.tau).max(self.delta)).max(self.floor)
+    }
 }
 
 /// A link every transfer of some set crosses, relaxed to the smallest share and shortest
@@ -171,9 +212,11 @@ pub struct BoundScratch {
     taus: Vec<f64>,
     lams: Vec<f64>,
     dels: Vec<f64>,
-    emitters: Vec<(f64, f64, f64, f64)>,
+    emitters: Vec<Emitter>,
+    r_targets: Vec<u32>,
+    r_emitters: Vec<Emitter>,
     heap: BinaryHeap<Slot>,
-    params: Vec<(f64, f64, f64, f64)>,
+    params: Vec<Emitter>,
     xs: Vec<f64>,
 }
 
@@ -222,7 +265,7 @@ impl Bounds {
             }
         }
         let sides = if dense && d > 0.0 {
-            build_sides(model, &unit_of)
+            build_sides(model, &units, &unit_of)
         } else {
             Vec::new()
         };
@@ -260,17 +303,19 @@ impl Bounds {
     /// holds the data from `ready[h]` (`f64::INFINITY` for ranks without it) and the last
     /// transfer started at `last`, on an otherwise idle network.
     pub fn lower_bound(&self, topo: &Topology, ready: &[f64], last: f64) -> f64 {
-        self.lower_bound_with(topo, ready, last, None, &mut BoundScratch::default())
+        self.lower_bound_with(topo, ready, last, None, f64::INFINITY, &mut BoundScratch::default())
     }
 
     /// [`Bounds::lower_bound`] with the current link `profiles` (links still reserved by earlier
-    /// transfers delay new ones) and caller-owned buffers (no allocation once warm).
+    /// transfers delay new ones) and caller-owned buffers (no allocation once warm). Returns
+    /// early, with a smaller but still valid bound, as soon as the bound reaches `stop`.
     pub fn lower_bound_with(
         &self,
         topo: &Topology,
         ready: &[f64],
         last: f64,
         profiles: Option<&[Profile]>,
+        stop: f64,
         sc: &mut BoundScratch,
     ) -> f64 {
         let n = self.n;
@@ -351,6 +396,9 @@ impl Bounds {
             sc.path[r as usize] = best;
             lb = lb.max(best);
         }
+        if lb >= stop {
+            return lb;
+        }
         // Entry bound per data-less unit with two or more ranks.
         for w in 0..nu {
             let unit = &self.units[w];
@@ -375,56 +423,125 @@ impl Bounds {
         for u in 0..nu {
             let x = &self.units[u];
             if sc.y_unit[u].is_finite() {
-                sc.emitters.push((sc.y_unit[u] - x.l_pre, x.tau, x.lambda, x.delta));
+                sc.emitters
+                    .push(Emitter::new(sc.y_unit[u] - x.l_pre, x.tau, x.lambda, x.delta));
             } else {
                 sc.targets.push(u as u32);
             }
         }
-        lb = lb.max(self.emission_bound(sc));
+        lb = lb.max(self.emission_bound(sc, usize::MAX, None, None).0);
+        if lb >= stop {
+            return lb;
+        }
         // Clusters behind inter-switch links: their units without data are reached only from
         // their units with data or through the entry link.
         for side in &self.sides {
-            if side.units.len() < 2 {
-                continue;
-            }
-            sc.emitters.clear();
-            sc.targets.clear();
-            for &u in &side.units {
-                let x = &self.units[u as usize];
-                if sc.y_unit[u as usize].is_finite() {
-                    sc.emitters
-                        .push((sc.y_unit[u as usize] - x.l_pre, x.tau, x.lambda, x.delta));
-                } else {
-                    sc.targets.push(u);
+            let dataless = side.units.iter().all(|&u| sc.y_unit[u as usize].is_infinite());
+            // Earliest reservation start on the entry link: from holders outside, or from ranks
+            // outside that get the data later (they cannot send before their path bound).
+            let sigma = (0..n)
+                .filter(|&r| !side.in_side[r])
+                .map(|r| match sc.holders.binary_search_by_key(&(r as u32), |x| x.0) {
+                    Ok(i) => sc.holders[i].2 + side.lat_in[r],
+                    Err(_) => sc.path[r] + side.lat_in[r],
+                })
+                .fold(f64::INFINITY, f64::min);
+            let y = match gates {
+                Some(p) if sigma.is_finite() => side.gate.fit(p, sigma),
+                _ => sigma,
+            };
+            if side.units.len() >= 2 {
+                sc.emitters.clear();
+                sc.targets.clear();
+                for &u in &side.units {
+                    let x = &self.units[u as usize];
+                    if sc.y_unit[u as usize].is_finite() {
+                        let lam = side.lam[u as usize];
+                        let mut y = sc.y_unit[u as usize];
+                        if let Some(p) = gates {
+                            y = side.up_in[u as usize].fit(p, y);
+                        }
+                        sc.emitters.push(Emitter::new(y - x.l_pre, x.tau, lam, x.delta));
+                    } else {
+                        sc.targets.push(u);
+                    }
+                }
+                if !sc.targets.is_empty() {
+                    if y.is_finite() {
+                        sc.emitters.push(Emitter::new(y, side.tau, side.l_after, side.delta));
+                    }
+                    lb = lb.max(self.emission_bound(sc, usize::MAX, None, Some(&side.lam)).0);
                 }
             }
-            if sc.targets.is_empty() {
-                continue;
+            if dataless && y.is_finite() && lb < stop {
+                lb = lb.max(self.split_bound(side, y, sc));
             }
-            let sigma = sc
-                .holders
-                .iter()
-                .filter(|x| !side.in_side[x.0 as usize])
-                .map(|&(h, _, a2)| a2 + side.lat_in[h as usize])
-                .fold(f64::INFINITY, f64::min);
-            if sigma.is_finite() {
-                let y = match gates {
-                    Some(p) => side.gate.fit(p, sigma),
-                    None => sigma,
-                };
-                sc.emitters.push((y, side.tau, side.l_after, side.delta));
+            if lb >= stop {
+                return lb;
             }
-            lb = lb.max(self.emission_bound(sc));
         }
         lb
     }
 
-    /// Doubling bound for reaching every unit of `sc.targets` from `sc.emitters` (module docs).
-    fn emission_bound(&self, sc: &mut BoundScratch) -> f64 {
-        let m = sc.targets.len();
-        if m == 0 {
-            return 0.0;
+    /// Split bound for a side without data (module docs): the first transfer into it is the
+    /// j-th transfer emitted by the rest; minimise over j the larger of the rest's bound (that
+    /// emission lost to the side, transfers back out of the side joining once it has data) and
+    /// the side's bound (first reached at that emission's time, later entries limited by the
+    /// link from `y`, the earliest reservation start on it).
+    fn split_bound(&self, side: &Side, y: f64, sc: &mut BoundScratch) -> f64 {
+        sc.r_emitters.clear();
+        sc.r_targets.clear();
+        for (u, x) in self.units.iter().enumerate() {
+            if sc.y_unit[u].is_finite() {
+                sc.r_emitters
+                    .push(Emitter::new(sc.y_unit[u] - x.l_pre, x.tau, side.lam[u], x.delta));
+            } else if !side.units.contains(&(u as u32)) {
+                sc.r_targets.push(u as u32);
+            }
         }
+        // A crossing after the rest's (m+1)-th emission is no better than right at it.
+        let m_r = sc.r_targets.len();
+        let mut best = f64::INFINITY;
+        for j in 0..=m_r + 1 {
+            sc.emitters.clear();
+            sc.emitters.extend_from_slice(&sc.r_emitters);
+            sc.targets.clear();
+            sc.targets.extend_from_slice(&sc.r_targets);
+            let (t, l, d) = side.back;
+            let (lb_r, x_j) = self.emission_bound(sc, j, Some((t, l, d, side.lam_gap)), Some(&side.lam));
+            if !x_j.is_finite() {
+                continue;
+            }
+            // The crossing transfer itself may reach the side sooner than the rest's latencies.
+            let x_j = x_j - side.lam_gap;
+            sc.emitters.clear();
+            sc.emitters.push(Emitter {
+                a: y.max(x_j - side.l_after_max - side.d_max),
+                tau: side.tau,
+                lambda: side.l_after,
+                delta: side.delta,
+                floor: x_j,
+            });
+            sc.targets.clear();
+            sc.targets.extend_from_slice(&side.units);
+            let (lb_s, _) = self.emission_bound(sc, usize::MAX, None, Some(&side.lam));
+            best = best.min(lb_r.max(lb_s).max(x_j));
+        }
+        best
+    }
+
+    /// Doubling bound for reaching every unit of `sc.targets` from `sc.emitters` (module docs).
+    /// With `skip = j`, the j-th emission (0-based, in time order) goes elsewhere and `back`
+    /// (tau, lambda, delta, early) joins as an emitter `early` before its time; returns that
+    /// time too.
+    fn emission_bound(
+        &self,
+        sc: &mut BoundScratch,
+        skip: usize,
+        back: Option<(f64, f64, f64, f64)>,
+        lam: Option<&[f64]>,
+    ) -> (f64, f64) {
+        let m = sc.targets.len();
         sc.taus.clear();
         sc.lams.clear();
         sc.dels.clear();
@@ -434,7 +551,7 @@ impl Bounds {
         for &u in &sc.targets {
             let x = &self.units[u as usize];
             sc.taus.push(x.tau);
-            sc.lams.push(x.lambda);
+            sc.lams.push(lam.map_or(x.lambda, |l| l[u as usize]));
             sc.dels.push(x.delta);
             if x.ranks.len() < 2 {
                 all_multi = false;
@@ -445,22 +562,28 @@ impl Bounds {
         sc.taus.sort_by(f64::total_cmp);
         sc.lams.sort_by(f64::total_cmp);
         sc.dels.sort_by(f64::total_cmp);
-        emission_times_with(
+        let skipped = emission_times_with(
             &sc.emitters,
             &sc.taus,
             &sc.lams,
             &sc.dels,
             m + 1,
+            skip,
+            back,
             &mut sc.heap,
             &mut sc.params,
             &mut sc.xs,
         );
+        if m == 0 {
+            return (0.0, skipped);
+        }
         let x_m = sc.xs[m - 1];
-        if all_multi {
+        let lb = if all_multi {
             sc.xs[m].min(x_m + local_min).max(x_m + second_min)
         } else {
             x_m
-        }
+        };
+        (lb, skipped)
     }
 }
 
@@ -483,12 +606,15 @@ pub fn emission_times(
     count: usize,
 ) -> Vec<f64> {
     let mut out = Vec::new();
+    let em: Vec<Emitter> = emitters.iter().map(|&(a, t, l, d)| Emitter::new(a, t, l, d)).collect();
     emission_times_with(
-        emitters,
+        &em,
         taus,
         lams,
         dels,
         count,
+        usize::MAX,
+        None,
         &mut BinaryHeap::new(),
         &mut Vec::new(),
         &mut out,
@@ -496,43 +622,56 @@ pub fn emission_times(
     out
 }
 
+/// Emission times into `out` until `count` units are reached; the emission with index `skip`
+/// reaches nothing here (its time is returned) and starts `back` = (tau, lambda, delta, early)
+/// as a new emitter `early` before its time (that emission may arrive sooner than the others).
 #[allow(clippy::too_many_arguments)]
 fn emission_times_with(
-    emitters: &[(f64, f64, f64, f64)],
+    emitters: &[Emitter],
     taus: &[f64],
     lams: &[f64],
     dels: &[f64],
     count: usize,
+    skip: usize,
+    back: Option<(f64, f64, f64, f64)>,
     heap: &mut BinaryHeap<Slot>,
-    params: &mut Vec<(f64, f64, f64, f64)>,
+    params: &mut Vec<Emitter>,
     out: &mut Vec<f64>,
-) {
-    let slot = |a: f64, tau: f64, lam: f64, del: f64, k: u32| a + lam + (k as f64 * tau).max(del);
+) -> f64 {
     params.clear();
     params.extend_from_slice(emitters);
     heap.clear();
-    for (i, &(a, tau, lam, del)) in emitters.iter().enumerate() {
+    for (i, e) in emitters.iter().enumerate() {
         heap.push(Slot {
-            t: slot(a, tau, lam, del, 1),
+            t: e.slot(1),
             who: i as u32,
             k: 1,
         });
     }
     out.clear();
-    while out.len() < count {
+    let mut skipped = f64::INFINITY;
+    let mut index = 0;
+    while out.len() < count || (skip != usize::MAX && index <= skip) {
         let Some(s) = heap.pop() else { break };
-        out.push(s.t);
-        let (a, tau, lam, del) = params[s.who as usize];
+        let next = params[s.who as usize].slot(s.k + 1);
         heap.push(Slot {
-            t: slot(a, tau, lam, del, s.k + 1),
+            t: next,
             who: s.who,
             k: s.k + 1,
         });
-        let j = out.len() - 1;
-        if j < taus.len() {
-            params.push((s.t, taus[j], lams[j], dels[j]));
+        let joined = if index == skip {
+            skipped = s.t;
+            back.map(|(tau, lambda, delta, early)| Emitter::new(s.t - early, tau, lambda, delta))
+        } else {
+            out.push(s.t);
+            let j = out.len() - 1;
+            (j < taus.len()).then(|| Emitter::new(s.t, taus[j], lams[j], dels[j]))
+        };
+        index += 1;
+        if let Some(e) = joined {
+            params.push(e);
             heap.push(Slot {
-                t: slot(s.t, taus[j], lams[j], dels[j], 1),
+                t: e.slot(1),
                 who: (params.len() - 1) as u32,
                 k: 1,
             });
@@ -541,6 +680,7 @@ fn emission_times_with(
     while out.len() < count {
         out.push(f64::INFINITY);
     }
+    skipped
 }
 
 /// Every rank's outgoing access link as a [`Gate`].
@@ -619,7 +759,7 @@ fn uplink_gates(model: &CostModel, units: &[Unit]) -> Vec<Gate> {
 }
 
 /// Both sides of every switch-to-switch link (that hold ranks and do not hold all of them).
-fn build_sides(model: &CostModel, unit_of: &[u32]) -> Vec<Side> {
+fn build_sides(model: &CostModel, all_units: &[Unit], unit_of: &[u32]) -> Vec<Side> {
     let topo = model.topology();
     let d = model.bytes();
     let n = topo.num_ranks();
@@ -655,23 +795,84 @@ fn build_sides(model: &CostModel, unit_of: &[u32]) -> Vec<Side> {
             let bn_to = bottlenecks_from(topo, inner, false);
             let bn_from = bottlenecks_from(topo, inner, true);
             let (mut lo, mut out_hi, mut in_hi) = (f64::INFINITY, 0.0f64, 0.0f64);
-            let mut l_after = f64::INFINITY;
+            let (mut l_after, mut l_after_max) = (f64::INFINITY, 0.0f64);
             let mut lat_in = vec![f64::INFINITY; n];
+            // Leaving the side: inside ranks -> inner (to), inner -> outside ranks (from).
+            let (mut back_in_lat, mut back_out_lat) = (f64::INFINITY, f64::INFINITY);
+            let (mut back_in_hi, mut back_out_hi) = (0.0f64, 0.0f64);
             for r in 0..n {
                 let v = topo.rank_vertex(r as u32);
                 if in_side[r] {
                     lo = lo.min(bn_from[v]);
                     in_hi = in_hi.max(bn_from[v]);
                     l_after = l_after.min(lat_from[v]);
+                    l_after_max = l_after_max.max(lat_from[v]);
+                    back_in_lat = back_in_lat.min(lat_to[v]);
+                    back_in_hi = back_in_hi.max(bn_to[v]);
                 } else {
                     lo = lo.min(bn_to[v]);
                     out_hi = out_hi.max(bn_to[v]);
                     lat_in[r] = lat_to[v];
+                    back_out_lat = back_out_lat.min(lat_from[v]);
+                    back_out_hi = back_out_hi.max(bn_from[v]);
                 }
             }
             let hi = in_hi.min(out_hi);
-            if !dir.bandwidth_bps.is_finite() || !hi.is_finite() || hi <= 0.0 {
+            let back_hi = back_in_hi.min(back_out_hi);
+            if !dir.bandwidth_bps.is_finite() || !hi.is_finite() || hi <= 0.0 || back_hi <= 0.0 {
                 continue;
+            }
+            let rev = link.dir(!fwd);
+            // Per unit: least latency through its uplink to a rank on its own side / inside.
+            let mut lam = vec![f64::INFINITY; all_units.len()];
+            let mut lam_gap = 0.0f64;
+            let mut up_in = vec![Gate::NONE; all_units.len()];
+            for (u, unit) in all_units.iter().enumerate() {
+                let Some((sw, ul)) = topo.parent(unit.root) else {
+                    continue;
+                };
+                let from_sw = latencies_from(topo, sw, true);
+                let bn_out = bottlenecks_from(topo, sw, true);
+                let bn_in = bottlenecks_from(topo, sw, false);
+                let inside_u = |r: usize| unit_of[r] as usize == u;
+                let u_in_side = in_side[unit.ranks[0] as usize];
+                let (mut same, mut other) = (f64::INFINITY, f64::INFINITY);
+                let (mut same_lo, mut same_hi) = (f64::INFINITY, 0.0f64);
+                for r in (0..n).filter(|&r| !inside_u(r)) {
+                    let v = topo.rank_vertex(r as u32);
+                    let l = from_sw[v];
+                    if in_side[r] == u_in_side {
+                        same = same.min(l);
+                        same_lo = same_lo.min(bn_out[v]);
+                        same_hi = same_hi.max(bn_out[v]);
+                    } else {
+                        other = other.min(l);
+                    }
+                }
+                if u_in_side && same.is_finite() {
+                    let (in_lo, in_hi) = unit
+                        .ranks
+                        .iter()
+                        .map(|&r| bn_in[topo.rank_vertex(r)])
+                        .fold((f64::INFINITY, 0.0f64), |(lo, hi), b| (lo.min(b), hi.max(b)));
+                    let uplink = topo.link(ul);
+                    let ufwd = uplink.a == unit.root;
+                    let ubw = uplink.dir(ufwd).bandwidth_bps;
+                    let hi = in_hi.min(same_hi);
+                    if ubw.is_finite() && hi.is_finite() && hi > 0.0 {
+                        up_in[u] = Gate {
+                            res: model.resource(ul, ufwd),
+                            off: 0.0,
+                            need: in_lo.min(same_lo) / ubw,
+                            dur: d / hi,
+                        };
+                    }
+                }
+                // A unit with nothing else on its own side only ever sends across.
+                lam[u] = unit.l_pre + if same.is_finite() { same } else { other };
+                if !u_in_side && other.is_finite() && same.is_finite() {
+                    lam_gap = lam_gap.max(same - other);
+                }
             }
             sides.push(Side {
                 units,
@@ -685,7 +886,13 @@ fn build_sides(model: &CostModel, unit_of: &[u32]) -> Vec<Side> {
                 tau: dur(d, dir.bandwidth_bps),
                 delta: d / hi,
                 l_after,
+                l_after_max,
+                d_max: d / lo,
                 lat_in,
+                back: (dur(d, rev.bandwidth_bps), back_in_lat + back_out_lat, dur(d, back_hi)),
+                lam,
+                lam_gap,
+                up_in,
             });
         }
     }

@@ -106,7 +106,7 @@ impl Labeller {
             }
         }
         // Balanced edge: a child side of exactly n/2.
-        if n % 2 == 0 {
+        if n.is_multiple_of(2) {
             if let Some(&c) = order
                 .iter()
                 .find(|&&u| par[u as usize] != u32::MAX && 2 * size[u as usize] == n)

@@ -33,9 +33,21 @@ pub struct Step {
 
 /// Reserved fraction of one link direction (or of a half-duplex link) over time: a step
 /// function that is 0 before the first step and after the last one.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Debug, Default, PartialEq)]
 pub struct Profile {
     steps: Vec<Step>,
+}
+
+impl Clone for Profile {
+    fn clone(&self) -> Self {
+        Profile {
+            steps: self.steps.clone(),
+        }
+    }
+    /// Reuses the allocation (the search saves and restores profiles at every node).
+    fn clone_from(&mut self, source: &Self) {
+        self.steps.clone_from(&source.steps);
+    }
 }
 
 impl Profile {

@@ -9,8 +9,6 @@ pub mod cost;
 pub mod greedy;
 pub mod optimal;
 mod schedule;
-#[doc(hidden)]
-pub mod testnets;
 pub mod trees;
 
 pub use schedule::{

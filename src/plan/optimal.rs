@@ -33,7 +33,7 @@ use super::canon::{Labeller, Root};
 use super::cost::{earliest_start, Candidate, CostModel, Placement, Profile, Route, Timeline, Transfer};
 use super::greedy;
 use crate::topology::{Topology, VertexKind};
-use std::collections::HashSet;
+use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
 /// Knobs of the search. The defaults are what `plan_broadcast` uses.
@@ -105,21 +105,48 @@ pub fn solve(topo: &Topology, root: u32, bytes: u64, opts: &OptimalOptions) -> R
     let model = CostModel::new(topo, bytes);
     let mut s = Search::new(&model, root, opts.clone(), start);
     let lb0 = s.root_bound();
-    let heur = if opts.heuristic_start {
-        Some(greedy::best_heuristic_timeline(&model, root))
-    } else {
-        None
+    // The heuristic incumbent is computed only when the first iteration (schedules as fast as
+    // the root bound) fails, or when the search ends without any schedule.
+    let mut heuristic_s = f64::INFINITY;
+    let mut heuristic_done = false;
+    let add_heuristic = |s: &mut Search| {
+        let h = greedy::best_heuristic_timeline(&model, root);
+        if h.makespan < s.best - tol(s.best) || s.best_seq.is_empty() && n > 1 {
+            s.best = h.makespan;
+            s.best_seq = h.transfers.iter().map(|t| (t.src, t.dst)).collect();
+        }
+        h.makespan
     };
-    let heuristic_s = heur.as_ref().map_or(f64::INFINITY, |t| t.makespan);
-    if std::env::var("TREECAST_DEBUG_TIMING").is_ok() {
-        eprintln!("heuristic {:.4}s", start.elapsed().as_secs_f64());
-    }
-    if let Some(h) = &heur {
-        s.best = h.makespan;
-        s.best_seq = h.transfers.iter().map(|t| (t.src, t.dst)).collect();
-    }
-    if n > 1 && lb0 < s.best - tol(s.best) {
+    // Iterative deepening on the bound: first look only for schedules as fast as the root
+    // bound (a tiny tree when the bound is tight), then raise the target to the smallest value
+    // that was cut off, at least a quarter of the way to the incumbent each time; the last
+    // iteration is a plain branch and bound against the incumbent.
+    let mut target = lb0;
+    while n > 1 && lb0 < s.best - tol(s.best) {
+        s.target = if target >= s.best - tol(s.best) {
+            f64::INFINITY
+        } else {
+            target + tol(target).max(1e-15)
+        };
+        s.next_target = f64::INFINITY;
+        s.iterations += 1;
         s.dfs();
+        if s.aborted || s.target.is_infinite() || s.best <= s.target {
+            break;
+        }
+        if opts.heuristic_start && !heuristic_done {
+            heuristic_s = add_heuristic(&mut s);
+            heuristic_done = true;
+        }
+        let step = if s.best.is_finite() {
+            (s.best - target) / 4.0
+        } else {
+            target.abs() / 4.0
+        };
+        target = s.next_target.max(target + step);
+    }
+    if s.best_seq.is_empty() && n > 1 {
+        heuristic_s = add_heuristic(&mut s);
     }
     let proven = !s.aborted;
     let seq = std::mem::take(&mut s.best_seq);
@@ -187,7 +214,8 @@ impl std::hash::Hasher for PassHasher {
         self.0 = x as u64 ^ (x >> 64) as u64;
     }
 }
-type Memo = HashSet<u128, std::hash::BuildHasherDefault<PassHasher>>;
+/// Canonical state hash -> no completion from that state is faster than this.
+type Memo = HashMap<u128, f64, std::hash::BuildHasherDefault<PassHasher>>;
 
 struct Search<'m, 't> {
     model: &'m CostModel<'t>,
@@ -211,6 +239,11 @@ struct Search<'m, 't> {
     best: f64,
     best_seq: Vec<(u32, u32)>,
     memo: Memo,
+    /// Iterative deepening: this iteration cuts at `target`; `next_target` collects the
+    /// smallest value cut off above it.
+    target: f64,
+    next_target: f64,
+    iterations: u32,
     nodes: u64,
     memo_hits: u64,
     aborted: bool,
@@ -225,6 +258,7 @@ struct Search<'m, 't> {
     acc: Vec<u128>,
     debug: bool,
     saved: Vec<(u32, Profile)>,
+    pool: Vec<Profile>,
     on_path: Vec<bool>,
     rkey: Vec<u64>,
     bsc: BoundScratch,
@@ -298,6 +332,9 @@ impl<'m, 't> Search<'m, 't> {
             best: f64::INFINITY,
             best_seq: Vec::new(),
             memo: Memo::default(),
+            target: f64::INFINITY,
+            next_target: f64::INFINITY,
+            iterations: 0,
             nodes: 0,
             memo_hits: 0,
             aborted: false,
@@ -311,6 +348,7 @@ impl<'m, 't> Search<'m, 't> {
             acc: vec![0; nv + 1],
             debug: std::env::var("TREECAST_DEBUG_SEARCH").is_ok(),
             saved: Vec::new(),
+            pool: Vec::new(),
             on_path: vec![false; nv + 1],
             rkey: vec![0; nv + 1],
             bsc: BoundScratch::default(),
@@ -338,11 +376,25 @@ impl<'m, 't> Search<'m, 't> {
             }
         }
         if let Some(t) = self.opts.time_limit {
-            if self.nodes % 256 == 0 && self.start.elapsed() >= t {
+            if self.nodes.is_multiple_of(256) && self.start.elapsed() >= t {
                 return true;
             }
         }
         false
+    }
+
+    /// Current pruning threshold: values at or above it cannot lead to an improvement worth
+    /// exploring in this iteration.
+    fn cut(&self) -> f64 {
+        (self.best - tol(self.best)).min(self.target)
+    }
+
+    /// A value `v >= cut()` was cut off; remember the smallest one above the iteration target
+    /// (the next target of the iterative deepening).
+    fn cut_off(&mut self, v: f64) {
+        if v < self.best - tol(self.best) {
+            self.next_target = self.next_target.min(v);
+        }
     }
 
     fn dfs(&mut self) {
@@ -369,8 +421,8 @@ impl<'m, 't> Search<'m, 't> {
             }
             return;
         }
-        let cut = self.best - tol(self.best);
-        if self.pl.makespan >= cut {
+        if self.pl.makespan >= self.cut() {
+            self.cut_off(self.pl.makespan);
             return;
         }
         // (This state's own lower bound was computed by the parent, see `child_bound`.)
@@ -378,28 +430,41 @@ impl<'m, 't> Search<'m, 't> {
         let key = if self.opts.symmetry || self.opts.memo {
             self.hash_state();
             let key = self.label_centroid();
-            if self.opts.memo && self.memo.contains(&key) {
-                self.memo_hits += 1;
-                return;
+            if self.opts.memo {
+                if let Some(&v) = self.memo.get(&key) {
+                    if v >= self.cut() {
+                        self.memo_hits += 1;
+                        self.cut_off(v);
+                        return;
+                    }
+                }
             }
             Some(key)
         } else {
             None
         };
         self.candidates(&mut cands);
-        cands.retain(|c| c.end < cut);
         if self.opts.bounds {
             // Order children by their own lower bound (then completion): when the bound is
             // tight the first dive follows an optimal schedule. Children already bounded out
             // are dropped here instead of one level down.
             for c in cands.iter_mut() {
-                c.lb = self.child_bound(*c);
+                c.lb = if c.end >= self.cut() {
+                    c.end
+                } else {
+                    self.child_bound(*c)
+                };
             }
-            cands.retain(|c| c.lb < cut);
+        } else {
+            for c in cands.iter_mut() {
+                c.lb = c.end;
+            }
         }
         cands.sort_by(Candidate::order);
         for c in cands {
-            if c.end.max(c.lb) >= self.best - tol(self.best) {
+            let v = c.end.max(c.lb);
+            if v >= self.cut() {
+                self.cut_off(v);
                 continue;
             }
             self.apply_and_recurse(c);
@@ -407,9 +472,14 @@ impl<'m, 't> Search<'m, 't> {
                 return;
             }
         }
+        // Fully explored: no completion from here is below the cut (the incumbent found here,
+        // if any, is the best one). Valid for isomorphic states whatever their makespan so far,
+        // provided this one's was below it.
         if let Some(key) = key {
-            if self.opts.memo && self.memo.len() < self.opts.memo_capacity {
-                self.memo.insert(key);
+            let v = self.cut();
+            if self.opts.memo && self.pl.makespan < v && self.memo.len() < self.opts.memo_capacity {
+                let e = self.memo.entry(key).or_insert(v);
+                *e = e.max(v);
             }
         }
     }
@@ -418,13 +488,12 @@ impl<'m, 't> Search<'m, 't> {
     fn child_bound(&mut self, c: Candidate) -> f64 {
         let idx = c.s as usize * self.n + c.r as usize;
         let route = std::mem::take(&mut self.routes[idx]);
-        self.saved.clear();
-        for h in &route.hops {
-            self.saved.push((h.res, self.pl.profiles[h.res as usize].clone()));
-        }
+        let mut saved = std::mem::take(&mut self.saved);
+        self.save_profiles(&route, &mut saved);
         super::cost::reserve(&mut self.pl.profiles, &route, c.start);
         self.routes[idx] = route;
         self.pl.ready[c.r as usize] = c.end;
+        let stop = self.cut();
         let lb = self
             .bounds
             .lower_bound_with(
@@ -432,24 +501,40 @@ impl<'m, 't> Search<'m, 't> {
                 &self.pl.ready,
                 c.start,
                 Some(&self.pl.profiles),
+                stop,
                 &mut self.bsc,
             )
             .max(c.end)
             .max(self.pl.makespan);
         self.pl.ready[c.r as usize] = f64::INFINITY;
-        for (res, p) in self.saved.drain(..) {
-            self.pl.profiles[res as usize] = p;
-        }
+        self.restore_profiles(&mut saved);
+        self.saved = saved;
         lb
+    }
+
+    /// Copy the profiles `route` touches into `saved` (buffers from a pool).
+    fn save_profiles(&mut self, route: &Route, saved: &mut Vec<(u32, Profile)>) {
+        saved.clear();
+        for h in &route.hops {
+            let mut p = self.pool.pop().unwrap_or_default();
+            p.clone_from(&self.pl.profiles[h.res as usize]);
+            saved.push((h.res, p));
+        }
+    }
+
+    fn restore_profiles(&mut self, saved: &mut Vec<(u32, Profile)>) {
+        for (res, mut p) in saved.drain(..) {
+            std::mem::swap(&mut self.pl.profiles[res as usize], &mut p);
+            self.pool.push(p);
+        }
     }
 
     fn apply_and_recurse(&mut self, c: Candidate) {
         let idx = c.s as usize * self.n + c.r as usize;
-        let saved: Vec<(u32, Profile)> = self.routes[idx]
-            .hops
-            .iter()
-            .map(|h| (h.res, self.pl.profiles[h.res as usize].clone()))
-            .collect();
+        let route = std::mem::take(&mut self.routes[idx]);
+        let mut saved = Vec::with_capacity(route.hops.len());
+        self.save_profiles(&route, &mut saved);
+        self.routes[idx] = route;
         let (last, ms) = (self.pl.last_start, self.pl.makespan);
         let route = std::mem::take(&mut self.routes[idx]);
         self.pl.commit(&route, c.s, c.r, c.start);
@@ -457,9 +542,7 @@ impl<'m, 't> Search<'m, 't> {
         self.seq.push((c.s, c.r));
         self.dfs();
         self.seq.pop();
-        for (res, p) in saved {
-            self.pl.profiles[res as usize] = p;
-        }
+        self.restore_profiles(&mut saved);
         self.pl.ready[c.r as usize] = f64::INFINITY;
         self.pl.last_start = last;
         self.pl.makespan = ms;
@@ -705,7 +788,7 @@ pub fn brute_force(model: &CostModel, root: u32) -> (f64, Vec<Transfer>) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::plan::testnets;
+    use crate::topology::gen::{Star, TwoClusters};
     use crate::topology::{Duplex, LinkDir, TopologyBuilder};
     use proptest::prelude::*;
 
@@ -722,10 +805,10 @@ mod tests {
     #[test]
     fn star_is_doubling() {
         // 8 ranks: doubling needs 3 rounds of (2 x 25 us + 1 MiB / 125 MB/s).
-        let t = testnets::star(8);
+        let t = Star::paper_star(8).build().unwrap();
         let r = solve(&t, 0, 1 << 20, &OptimalOptions::default()).unwrap();
         assert!(r.proven);
-        let round = 50e-6 + (1u64 << 20) as f64 / 125e6;
+        let round = 52e-6 + (1u64 << 20) as f64 / 125e6;
         // Doubling on the uplinks: root completes at k*D/B + 2L: 1, 2, 3 (+ later holders).
         // Seven receivers by 3 rounds: root 3 (k=1..3), r1 2, r2 1, r3... = exact 3 rounds.
         assert!(
@@ -741,7 +824,7 @@ mod tests {
 
     #[test]
     fn deterministic_and_plan_valid() {
-        let t = testnets::two_clusters(2);
+        let t = TwoClusters::paper_uniform(2).build().unwrap();
         let a = solve(&t, 1, 1 << 20, &OptimalOptions::default()).unwrap();
         let b = solve(&t, 1, 1 << 20, &OptimalOptions::default()).unwrap();
         assert_eq!(a.timeline, b.timeline);
@@ -752,7 +835,7 @@ mod tests {
 
     #[test]
     fn node_limit_returns_heuristic_unproven() {
-        let t = testnets::two_nonuniform(2);
+        let t = TwoClusters::paper_nonuniform(2).build().unwrap();
         let opts = OptimalOptions {
             node_limit: Some(1),
             ..OptimalOptions::default()
@@ -796,30 +879,88 @@ mod tests {
             sws.push(s);
         }
         let nranks = 2 + rng.below(5) as u32;
+        // Mode 0: units on random switches; 1: round-robin over switches (clusters with
+        // several units each); 2: round-robin with one parameter set per link role (symmetric).
+        let mode = rng.below(3);
+        let role: Vec<(LinkDir, LinkDir, Duplex)> = (0..3).map(|_| pick(&mut rng)).collect();
+        let link = |rng: &mut crate::util::rng::Rng, k: usize| if mode == 2 { role[k] } else { pick(rng) };
         let mut r = 0;
         let mut h = 0;
+        let mut unit = 0;
         while r < nranks {
-            let sw = sws[rng.below(nsw as u64) as usize];
+            let sw = if mode == 0 {
+                sws[rng.below(nsw as u64) as usize]
+            } else {
+                sws[unit % nsw]
+            };
+            unit += 1;
             if rng.below(2) == 0 && r + 1 < nranks {
                 let host = b.vertex(format!("h{h}"), VertexKind::Node);
                 h += 1;
-                let (ab, ba, d) = pick(&mut rng);
+                let (ab, ba, d) = link(&mut rng, 0);
                 b.link_full(host, sw, ab, ba, d);
                 let k = (1 + rng.below(2) as u32).min(nranks - r);
                 for _ in 0..k {
                     let x = b.rank(r);
                     r += 1;
-                    let (ab, ba, d) = pick(&mut rng);
+                    let (ab, ba, d) = link(&mut rng, 1);
                     b.link_full(x, host, ab, ba, d);
                 }
             } else {
                 let x = b.rank(r);
                 r += 1;
-                let (ab, ba, d) = pick(&mut rng);
+                let (ab, ba, d) = link(&mut rng, 2);
                 b.link_full(x, sw, ab, ba, d);
             }
         }
         b.build().unwrap()
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 60, ..ProptestConfig::default() })]
+        /// On larger random trees (up to 24 ranks, several per host) every state along a greedy
+        /// schedule has a lower bound no greater than that schedule's makespan (a completion
+        /// from that state).
+        #[test]
+        fn bounds_below_greedy_completions(seed in 0u64..1_000_000, hosts in 2usize..9, per in 1usize..4, root_pick in 0u32..64) {
+            let mut rng = crate::util::rng::Rng::new(seed);
+            let mut b = TopologyBuilder::new();
+            let nsw = 1 + rng.below(3) as usize;
+            let mut sws = Vec::new();
+            let pick = |rng: &mut crate::util::rng::Rng| LinkDir::new(rng.below(3) as f64, [1.0, 2.0, 4.0][rng.below(3) as usize]);
+            for i in 0..nsw {
+                let s = b.vertex(format!("s{i}"), VertexKind::Switch);
+                if i > 0 {
+                    let p = sws[rng.below(i as u64) as usize];
+                    b.link_full(s, p, pick(&mut rng), pick(&mut rng), Duplex::Full);
+                }
+                sws.push(s);
+            }
+            let mut r = 0;
+            for h in 0..hosts {
+                let host = b.vertex(format!("h{h}"), VertexKind::Node);
+                b.link_full(host, sws[h % nsw], pick(&mut rng), pick(&mut rng), Duplex::Full);
+                for _ in 0..per {
+                    let x = b.rank(r);
+                    r += 1;
+                    b.link_full(x, host, pick(&mut rng), pick(&mut rng), Duplex::Full);
+                }
+            }
+            let t = b.build().unwrap();
+            let root = root_pick % t.num_ranks() as u32;
+            let model = CostModel::new(&t, 4);
+            let bounds = Bounds::new(&model);
+            for la in [0, 3] {
+                let tl = greedy::greedy_timeline(&model, root, &greedy::GreedyOptions { lookahead: la, by_completion: true });
+                let mut p = Placement::new(&model, root);
+                let mut sc = Default::default();
+                for x in &tl.transfers {
+                    let lb = bounds.lower_bound_with(&t, &p.ready, p.last_start, Some(&p.profiles), f64::INFINITY, &mut sc);
+                    prop_assert!(lb <= tl.makespan * (1.0 + 1e-12), "lb {} > greedy {}", lb, tl.makespan);
+                    p.add(&model, x.src, x.dst);
+                }
+            }
+        }
     }
 
     proptest! {
