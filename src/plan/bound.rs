@@ -899,6 +899,22 @@ fn build_sides(model: &CostModel, all_units: &[Unit], unit_of: &[u32]) -> Vec<Si
     sides
 }
 
+/// Lower bound for any schedule, segmented or not: every receiver r needs at least
+/// `latency(root -> r) + bytes / bottleneck(root -> r)` (its data crosses its path's slowest
+/// link from the root's side; relaying only adds links).
+pub fn pipelined_lower_bound(topo: &Topology, root: u32, bytes: u64) -> f64 {
+    let rv = topo.rank_vertex(root);
+    let lat = latencies_from(topo, rv, true);
+    let bw = bottlenecks_from(topo, rv, true);
+    (0..topo.num_ranks() as u32)
+        .filter(|&r| r != root)
+        .map(|r| {
+            let v = topo.rank_vertex(r);
+            lat[v] + dur(bytes as f64, bw[v])
+        })
+        .fold(0.0, f64::max)
+}
+
 /// Latency from `from` to every vertex along tree paths (`down`: in the direction away from
 /// `from`, i.e. as a transfer from `from` would see it; else towards `from`).
 pub fn latencies_from(topo: &Topology, from: VertexId, down: bool) -> Vec<f64> {

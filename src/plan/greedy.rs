@@ -41,7 +41,8 @@ impl Default for GreedyOptions {
     }
 }
 
-/// Static receiver groups: (unit, access-link parameters) -> ranks ascending.
+/// Static receiver groups among the participating ranks: (unit, access-link parameters) ->
+/// ranks ascending. `pos[r]` is rank r's index among the members (`u32::MAX` if absent).
 struct Groups {
     group_of: Vec<u32>,
     members: Vec<Vec<u32>>,
@@ -49,13 +50,14 @@ struct Groups {
     unit_members: Vec<Vec<u32>>,
 }
 
-fn groups(topo: &Topology) -> Groups {
-    let (units, unit_of) = build_units(topo, 1.0);
+fn groups(topo: &Topology, ranks: &[u32]) -> Groups {
+    let (_, unit_of) = build_units(topo, 1.0);
     let n = topo.num_ranks();
     let mut key_to_group: HashMap<(u32, u64, u64, u64, u64, u8), u32> = HashMap::new();
-    let mut group_of = vec![0u32; n];
+    let mut group_of = vec![u32::MAX; n];
     let mut members: Vec<Vec<u32>> = Vec::new();
-    for r in 0..n as u32 {
+    let mut unit_members: Vec<Vec<u32>> = Vec::new();
+    for &r in ranks {
         let v = topo.rank_vertex(r);
         let (ab, ba, dup) = match topo.neighbors(v).first() {
             Some(&(_, l)) => {
@@ -69,8 +71,13 @@ fn groups(topo: &Topology) -> Groups {
                 0,
             ),
         };
+        let u = unit_of[r as usize];
+        if unit_members.len() <= u as usize {
+            unit_members.resize(u as usize + 1, Vec::new());
+        }
+        unit_members[u as usize].push(r);
         let key = (
-            unit_of[r as usize],
+            u,
             ab.latency_s.to_bits(),
             ab.bandwidth_bps.to_bits(),
             ba.latency_s.to_bits(),
@@ -89,44 +96,88 @@ fn groups(topo: &Topology) -> Groups {
         group_of,
         members,
         unit_of,
-        unit_members: units.into_iter().map(|u| u.ranks).collect(),
+        unit_members,
     }
 }
 
 struct Greedy<'m, 't> {
     model: &'m CostModel<'t>,
     g: Groups,
-    /// Route cache for small communicators.
+    /// Participating ranks, ascending, and each rank's index among them.
+    ranks: Vec<u32>,
+    pos: Vec<u32>,
+    /// Route cache over participants (`pos` x `pos`) for small sets.
     routes: Option<Vec<Route>>,
     opts: GreedyOptions,
 }
 
+/// A schedule under construction: the placement plus the greedy's bookkeeping.
+#[derive(Clone)]
+struct State {
+    pl: Placement,
+    holders: Vec<u32>,
+    /// Per receiver group: index of its next rank without data.
+    next: Vec<usize>,
+    informed: usize,
+}
+
 impl<'m, 't> Greedy<'m, 't> {
-    fn route(&self, s: u32, r: u32) -> Route {
+    fn new(model: &'m CostModel<'t>, ranks: &[u32], opts: &GreedyOptions) -> Self {
+        let mut ranks = ranks.to_vec();
+        ranks.sort_unstable();
+        ranks.dedup();
+        let mut pos = vec![u32::MAX; model.num_ranks()];
+        for (i, &r) in ranks.iter().enumerate() {
+            pos[r as usize] = i as u32;
+        }
+        let m = ranks.len();
+        let routes = (m <= ALL_SENDERS_UP_TO).then(|| {
+            let mut v = Vec::with_capacity(m * m);
+            for &s in &ranks {
+                for &r in &ranks {
+                    v.push(model.route(s, r));
+                }
+            }
+            v
+        });
+        Greedy {
+            model,
+            g: groups(model.topology(), &ranks),
+            ranks,
+            pos,
+            routes,
+            opts: opts.clone(),
+        }
+    }
+
+    fn route(&self, s: u32, r: u32) -> std::borrow::Cow<'_, Route> {
         match &self.routes {
-            Some(rt) => rt[s as usize * self.model.num_ranks() + r as usize].clone(),
-            None => self.model.route(s, r),
+            Some(rt) => {
+                let m = self.ranks.len();
+                std::borrow::Cow::Borrowed(&rt[self.pos[s as usize] as usize * m + self.pos[r as usize] as usize])
+            }
+            None => std::borrow::Cow::Owned(self.model.route(s, r)),
         }
     }
 
     /// Candidates of the current state, best first.
-    fn candidates(&self, pl: &Placement, next_in_group: &[usize]) -> Vec<Candidate> {
-        let n = self.model.num_ranks();
-        let holders: Vec<u32> = (0..n as u32).filter(|&h| pl.has(h)).collect();
+    fn candidates(&self, st: &State) -> Vec<Candidate> {
+        let pl = &st.pl;
+        let many = self.ranks.len() > ALL_SENDERS_UP_TO;
         let avail = |h: u32| pl.ready[h as usize].max(pl.last_start);
-        let pool: Vec<u32> = if n <= ALL_SENDERS_UP_TO {
-            holders.clone()
+        let pool: Vec<u32> = if !many {
+            st.holders.clone()
         } else {
-            let mut hs = holders.clone();
+            let mut hs = st.holders.clone();
             hs.sort_by(|&a, &b| avail(a).total_cmp(&avail(b)).then(a.cmp(&b)));
             hs.truncate(SENDER_POOL);
             hs
         };
         let mut out = Vec::new();
         for (gi, m) in self.g.members.iter().enumerate() {
-            let Some(&r) = m.get(next_in_group[gi]) else { continue };
+            let Some(&r) = m.get(st.next[gi]) else { continue };
             let mut senders = pool.clone();
-            if n > ALL_SENDERS_UP_TO {
+            if many {
                 // Holders of the receiver's unit (local transfers are the cheap ones).
                 let u = self.g.unit_of[r as usize] as usize;
                 let mut local: Vec<u32> = self.g.unit_members[u].iter().copied().filter(|&h| pl.has(h)).collect();
@@ -162,50 +213,49 @@ impl<'m, 't> Greedy<'m, 't> {
         out
     }
 
-    fn commit(&self, pl: &mut Placement, next_in_group: &mut [usize], c: Candidate) -> super::cost::Transfer {
+    fn commit(&self, st: &mut State, c: Candidate) -> super::cost::Transfer {
         let route = self.route(c.s, c.r);
+        let t = st.pl.commit(&route, c.s, c.r, c.start);
+        st.holders.push(c.r);
+        st.informed += 1;
         let g = self.g.group_of[c.r as usize] as usize;
-        next_in_group[g] += 1;
-        pl.commit(&route, c.s, c.r, c.start)
+        let m = &self.g.members[g];
+        while st.next[g] < m.len() && st.pl.has(m[st.next[g]]) {
+            st.next[g] += 1;
+        }
+        t
     }
 
-    /// Complete `pl` greedily without look-ahead; returns the makespan.
-    fn rollout(&self, mut pl: Placement, mut next: Vec<usize>) -> f64 {
-        let n = self.model.num_ranks();
-        while pl.informed < n {
-            let c = self.candidates(&pl, &next)[0];
-            self.commit(&mut pl, &mut next, c);
+    /// Complete a state greedily without look-ahead; returns the makespan.
+    fn rollout(&self, mut st: State) -> f64 {
+        while st.informed < self.ranks.len() {
+            let c = self.candidates(&st)[0];
+            self.commit(&mut st, c);
         }
-        pl.makespan
+        st.pl.makespan
     }
 
     fn run(&self, root: u32) -> Timeline {
-        let n = self.model.num_ranks();
-        let mut pl = Placement::new(self.model, root);
-        let mut next = vec![0usize; self.g.members.len()];
-        // The root is a member of its group: skip it.
-        let rg = self.g.group_of[root as usize] as usize;
-        let mut transfers = Vec::with_capacity(n.saturating_sub(1));
-        // Group member lists are ascending; ranks already holding data are skipped lazily.
-        let skip = |pl: &Placement, next: &mut [usize], members: &[Vec<u32>]| {
-            for (g, m) in members.iter().enumerate() {
-                while next[g] < m.len() && pl.has(m[next[g]]) {
-                    next[g] += 1;
-                }
-            }
+        let mut st = State {
+            pl: Placement::new(self.model, root),
+            holders: vec![root],
+            next: vec![0; self.g.members.len()],
+            informed: 1,
         };
-        let _ = rg;
-        skip(&pl, &mut next, &self.g.members);
-        while pl.informed < n {
-            let cands = self.candidates(&pl, &next);
+        for (g, m) in self.g.members.iter().enumerate() {
+            while st.next[g] < m.len() && st.pl.has(m[st.next[g]]) {
+                st.next[g] += 1;
+            }
+        }
+        let mut transfers = Vec::with_capacity(self.ranks.len().saturating_sub(1));
+        while st.informed < self.ranks.len() {
+            let cands = self.candidates(&st);
             let chosen = if self.opts.lookahead > 1 && cands.len() > 1 {
                 let mut best = (f64::INFINITY, 0usize);
                 for (i, &c) in cands.iter().take(self.opts.lookahead).enumerate() {
-                    let mut p2 = pl.clone();
-                    let mut n2 = next.clone();
-                    self.commit(&mut p2, &mut n2, c);
-                    skip(&p2, &mut n2, &self.g.members);
-                    let ms = self.rollout_skipping(p2, n2);
+                    let mut s2 = st.clone();
+                    self.commit(&mut s2, c);
+                    let ms = self.rollout(s2);
                     if ms < best.0 {
                         best = (ms, i);
                     }
@@ -214,34 +264,26 @@ impl<'m, 't> Greedy<'m, 't> {
             } else {
                 cands[0]
             };
-            transfers.push(self.commit(&mut pl, &mut next, chosen));
-            skip(&pl, &mut next, &self.g.members);
+            transfers.push(self.commit(&mut st, chosen));
         }
         Timeline {
             root,
             transfers,
-            makespan: pl.makespan,
+            makespan: st.pl.makespan,
         }
-    }
-
-    fn rollout_skipping(&self, pl: Placement, next: Vec<usize>) -> f64 {
-        // Group cursors only ever point at ranks without data (the root is skipped up front
-        // and committed receivers advance their group's cursor).
-        self.rollout(pl, next)
     }
 }
 
-/// Greedy schedule from `root`.
+/// Greedy schedule from `root` over the whole communicator.
 pub fn greedy_timeline(model: &CostModel, root: u32, opts: &GreedyOptions) -> Timeline {
-    let n = model.num_ranks();
-    let routes = (n <= ALL_SENDERS_UP_TO).then(|| model.route_table());
-    let g = Greedy {
-        model,
-        g: groups(model.topology()),
-        routes,
-        opts: opts.clone(),
-    };
-    g.run(root)
+    let all: Vec<u32> = (0..model.num_ranks() as u32).collect();
+    greedy_subset(model, &all, root, opts)
+}
+
+/// Greedy schedule from `root` among `ranks` only (which must contain `root`); other ranks
+/// neither send nor receive, but their links are modelled as usual.
+pub fn greedy_subset(model: &CostModel, ranks: &[u32], root: u32, opts: &GreedyOptions) -> Timeline {
+    Greedy::new(model, ranks, opts).run(root)
 }
 
 /// The better of the plain greedy variants (completion- and start-ordered): the incumbent the
