@@ -19,7 +19,7 @@ if [ -z "${LIBCLANG_PATH:-}" ] && ! ldconfig -p 2>/dev/null | grep -q 'libclang[
 fi
 if [ "$want_test" = 1 ]; then
   have mpifort || have mpif90 || missing+=(gfortran)
-  have smpirun || missing+=(libsimgrid-dev simgrid)
+  have smpirun || missing+=(libsimgrid-dev)
   have ip || missing+=(iproute2)
   have tc || missing+=(iproute2)
 fi

@@ -56,7 +56,16 @@ fn profile_counts_calls_and_bytes_exactly() {
         assert_eq!(s.failures, 0);
         assert_eq!(s.histogram.iter().map(|h| h.2).sum::<u64>(), s.rank_calls);
         assert!(s.time.min_s > 0.0 && s.time.min_s <= s.time.median_s && s.time.median_s <= s.time.max_s);
+        // One machine: the topology is one node, so predictions exist for every site.
+        let p = s.predicted.expect("prediction");
+        assert!(p.deterministic_s > 0.0);
+        assert!(p.pareto_mean_s.unwrap() >= p.deterministic_s && p.normal_p99_s.is_some());
         let sample = s.sample_call.as_ref().expect("sample call");
+        assert!(sample
+            .ranks
+            .iter()
+            .filter(|r| r.rank != sample.root)
+            .all(|r| r.predicted_done_s.unwrap() > 0.0));
         assert_eq!(sample.ranks.len(), np as usize);
         let root = sample.ranks.iter().find(|r| r.rank == sample.root).unwrap();
         assert!(root.enter_s.abs() < 1e-9, "times are relative to the root's entry");

@@ -72,7 +72,8 @@ fn chunk_elems(layout: &Layout) -> u64 {
 /// Pack `count` elements at `buf` into `out` (which holds `layout.bytes`).
 ///
 /// # Safety
-/// `buf` must hold `count` elements of `datatype`.
+/// `buf` must hold `count` elements of `datatype` (it may be `MPI_BOTTOM`, i.e. NULL, with a
+/// datatype of absolute addresses: hence wrapping pointer arithmetic).
 pub unsafe fn pack(
     buf: *const c_void,
     count: u64,
@@ -87,7 +88,7 @@ pub unsafe fn pack(
     while done < count {
         let k = step.min(count - done);
         let chunk_bytes = (k * layout.size) as usize;
-        let src = (buf as *const u8).offset(done as isize * layout.extent as isize);
+        let src = (buf as *const u8).wrapping_offset(done as isize * layout.extent as isize);
         let mut pos: c_int = 0;
         check(
             ffi::PMPI_Pack(
@@ -116,7 +117,8 @@ pub unsafe fn pack(
 /// Unpack `input` (as produced by [`pack`]) into `count` elements at `buf`.
 ///
 /// # Safety
-/// `buf` must hold `count` elements of `datatype`.
+/// `buf` must hold `count` elements of `datatype` (it may be `MPI_BOTTOM`, i.e. NULL, with a
+/// datatype of absolute addresses: hence wrapping pointer arithmetic).
 pub unsafe fn unpack(
     input: &[u8],
     buf: *mut c_void,
@@ -131,7 +133,7 @@ pub unsafe fn unpack(
     while done < count {
         let k = step.min(count - done);
         let chunk_bytes = (k * layout.size) as usize;
-        let dst = (buf as *mut u8).offset(done as isize * layout.extent as isize);
+        let dst = (buf as *mut u8).wrapping_offset(done as isize * layout.extent as isize);
         let mut pos: c_int = 0;
         check(
             ffi::PMPI_Unpack(

@@ -203,7 +203,7 @@ fn merge(st: &CommState, ranks: &[RankWire]) -> CommReport {
         let mut cmp_mpi = Histogram::default();
         let mut cmp_topo = Histogram::default();
         let mut roots: BTreeMap<u32, u64> = BTreeMap::new();
-        let (mut calls, mut bytes, mut rank_calls, mut failures) = (0, 0, 0, 0);
+        let (mut calls, mut bytes, mut rank_calls, mut failures, mut by_mpi) = (0, 0, 0, 0, 0);
         for (_, s) in &entries {
             time.merge(&s.time);
             cmp_mpi.merge(&s.compare_mpi);
@@ -211,6 +211,7 @@ fn merge(st: &CommState, ranks: &[RankWire]) -> CommReport {
             calls = calls.max(s.calls);
             bytes = bytes.max(s.bytes);
             rank_calls += s.calls;
+            by_mpi = by_mpi.max(s.mpi_bcast_calls);
             failures += s.failures;
             for (&r, &c) in &s.roots {
                 let e = roots.entry(r).or_insert(0);
@@ -236,7 +237,11 @@ fn merge(st: &CommState, ranks: &[RankWire]) -> CommReport {
                         .fold(f64::INFINITY, f64::min)
                 });
             let bytes = parts.first()?.1.bytes;
-            let (algorithm, predicted) = st.planner.predict_arrivals(root, bytes);
+            let (algorithm, predicted) = if parts.iter().any(|(_, l)| l.by_mpi) {
+                ("MPI_Bcast".to_string(), None)
+            } else {
+                st.planner.predict_arrivals(root, bytes)
+            };
             let mut timings: Vec<RankTiming> = parts
                 .iter()
                 .map(|(r, l)| RankTiming {
@@ -269,6 +274,7 @@ fn merge(st: &CommState, ranks: &[RankWire]) -> CommReport {
             ranks: entries.len() as u32,
             rank_calls,
             failures,
+            mpi_bcast_calls: by_mpi,
             time: time_stats(&time),
             histogram: time.bins(),
             roots: roots.into_iter().collect(),

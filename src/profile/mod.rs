@@ -45,6 +45,9 @@ pub struct LastCall {
     pub bytes: u64,
     pub enter_s: f64,
     pub done_s: f64,
+    /// Performed by the MPI library's `MPI_Bcast`, not by treecast (see [`record_mpi_bcast`]).
+    #[serde(default)]
+    pub by_mpi: bool,
 }
 
 /// One site's statistics on one rank.
@@ -59,6 +62,10 @@ pub struct SiteStats {
     pub compare_topo: Histogram,
     pub roots: BTreeMap<u32, u64>,
     pub last: Option<LastCall>,
+    /// Of `calls`, those performed by the MPI library's `MPI_Bcast` (interposer with
+    /// `TREECAST_INTERCEPT=0`) rather than by treecast.
+    #[serde(default)]
+    pub mpi_bcast_calls: u64,
 }
 
 /// Profiling state of one communicator.
@@ -95,7 +102,33 @@ pub fn record(st: &mut CommState, site: CallSite, root: u32, bytes: u64, t0: f64
         bytes,
         enter_s: t0,
         done_s: t1,
+        by_mpi: false,
     });
+}
+
+/// Record one call that the MPI library's own `MPI_Bcast` performed (the interposer with
+/// serving off), so profiles count every broadcast of a program and say who did the work.
+#[allow(clippy::too_many_arguments)]
+pub fn record_mpi_bcast(
+    st: &mut CommState,
+    site: CallSite,
+    root: u32,
+    bytes: u64,
+    t0: f64,
+    t1: f64,
+    ok: bool,
+    seq: u64,
+) {
+    if !st.profile.enabled {
+        return;
+    }
+    record(st, site, root, bytes, t0, t1, ok, seq);
+    if let Some(s) = st.profile.sites.get_mut(&site) {
+        s.mpi_bcast_calls += 1;
+        if let Some(last) = s.last.as_mut() {
+            last.by_mpi = true;
+        }
+    }
 }
 
 /// Whether this call (by its sequence number, identical on all ranks) is one that is also timed

@@ -360,6 +360,7 @@ mod tests {
                 sites: vec![SiteReport {
                     site: "src/main.rs:10".into(),
                     calls: 5,
+                    mpi_bcast_calls: 0,
                     bytes: 5000,
                     ranks: 2,
                     rank_calls: 10,

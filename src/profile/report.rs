@@ -92,6 +92,10 @@ pub struct SiteReport {
     pub rank_calls: u64,
     /// Calls that returned an error, summed over ranks.
     pub failures: u64,
+    /// Of `calls`, those the MPI library's `MPI_Bcast` performed instead of treecast (the
+    /// `LD_PRELOAD` interposer with `TREECAST_INTERCEPT=0`).
+    #[serde(default)]
+    pub mpi_bcast_calls: u64,
     /// Per-rank call durations, all ranks merged.
     pub time: TimeStats,
     /// Histogram of those durations: (lower edge s, upper edge s, count).

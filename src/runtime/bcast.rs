@@ -27,6 +27,39 @@ pub unsafe fn bcast(
     root: i32,
     site: CallSite,
 ) -> Result<()> {
+    bcast_with(comm, buf, count, datatype, root, site, CallOptions::default())
+}
+
+/// How a front end wants this rank's buffer argument judged.
+///
+/// `topo_bcast` rejects a NULL buffer that should hold data. The `MPI_Bcast` interposer must
+/// accept what `MPI_Bcast` accepts: there NULL is `MPI_BOTTOM`, valid with a datatype of
+/// absolute addresses. And it must never let one rank's bad argument make that rank skip the
+/// collective (other ranks would wait for it, and sequence numbers would diverge), so arguments
+/// it already knows to be invalid (`MPI_IN_PLACE`) come in as `reject`: the rank takes part
+/// without data, like any rank whose arguments fail validation.
+#[derive(Clone, Debug, Default)]
+pub struct CallOptions {
+    /// A NULL buffer is `MPI_BOTTOM`: accepted unless the datatype's data starts at offset 0
+    /// (then it would lie at address 0 and the call fails with `MPI_ERR_BUFFER`).
+    pub null_is_bottom: bool,
+    /// This rank's arguments are invalid for this reason.
+    pub reject: Option<Error>,
+}
+
+/// [`bcast`] with explicit [`CallOptions`].
+///
+/// # Safety
+/// As for [`bcast`].
+pub unsafe fn bcast_with(
+    comm: MPI_Comm,
+    buf: *mut c_void,
+    count: i64,
+    datatype: MPI_Datatype,
+    root: i32,
+    site: CallSite,
+    opts: CallOptions,
+) -> Result<()> {
     if !state::mpi_initialized() || state::mpi_finalized() {
         return Err(Error::new(
             ErrorKind::Other,
@@ -47,7 +80,10 @@ pub unsafe fn bcast(
     let seq = st.seq;
     st.seq += 1;
     let t0 = crate::exec::raw::wtime();
-    let local = local_layout(buf, count, datatype);
+    let local = match opts.reject {
+        Some(e) => Err(e),
+        None => local_layout(buf, count, datatype, opts.null_is_bottom),
+    };
     let bytes = local.as_ref().map(|l| l.bytes).unwrap_or(0);
     let result = match local {
         Err(e) => {
@@ -85,12 +121,15 @@ fn ctx(st: &CommState, seq: u64) -> CallCtx {
 }
 
 /// Validate this rank's own arguments.
-unsafe fn local_layout(buf: *mut c_void, count: i64, datatype: MPI_Datatype) -> Result<Layout> {
+unsafe fn local_layout(buf: *mut c_void, count: i64, datatype: MPI_Datatype, null_is_bottom: bool) -> Result<Layout> {
     if count < 0 {
         return Err(Error::new(ErrorKind::Count, format!("count {count} is negative")));
     }
     let layout = layout::describe(count as u64, datatype)?;
-    if buf.is_null() && layout.bytes > 0 {
+    // A non-contiguous layout is packed with MPI_Pack, which resolves MPI_BOTTOM + the type's
+    // (absolute) displacements itself; a contiguous one would be read at address 0.
+    let bottom_ok = null_is_bottom && !layout.contiguous;
+    if buf.is_null() && layout.bytes > 0 && !bottom_ok {
         return Err(Error::new(ErrorKind::Buffer, "buffer is NULL but count is not zero"));
     }
     Ok(layout)

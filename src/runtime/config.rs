@@ -12,6 +12,7 @@
 //! | `TREECAST_PROFILE` | write a per-call-site profile (JSON) to this path at `MPI_Finalize` | unset |
 //! | `TREECAST_PROFILE_COMPARE` | with profiling, every Nth call also times `MPI_Bcast` on the same data | unset |
 //! | `TREECAST_VIRTUAL_HOSTS` | testing: pretend every N consecutive ranks form one host named `vhostK` | unset |
+//! | `TREECAST_INTERCEPT` | interposer (`libtreecast_preload.so`) only: `0` leaves `MPI_Bcast` to the MPI library and only profiles it | `1` |
 
 use std::sync::OnceLock;
 
@@ -28,26 +29,31 @@ pub struct Config {
     pub profile_compare: Option<u64>,
     /// Testing knob: group ranks into virtual hosts of this many consecutive ranks.
     pub virtual_hosts: Option<u32>,
+    /// Whether the `LD_PRELOAD` interposer serves `MPI_Bcast` itself (`TREECAST_INTERCEPT`).
+    pub intercept: bool,
 }
 
 fn var(name: &str) -> Option<String> {
     std::env::var(name).ok().filter(|v| !v.trim().is_empty())
 }
 
-/// Parse a byte size such as `4096`, `64KiB`, `4MiB`, `1GiB`, `16k`, `2M`.
+/// Parse a byte size such as `4096`, `64KiB`, `4MiB`, `1GiB`, `16k`, `2M` (see
+/// [`crate::util::bytes::parse_size`], which also says what is wrong).
 pub fn parse_bytes(s: &str) -> Option<u64> {
-    let s = s.trim();
-    let split = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
-    let (num, unit) = s.split_at(split);
-    let n: u64 = num.parse().ok()?;
-    let mult: u64 = match unit.trim().to_ascii_lowercase().as_str() {
-        "" | "b" => 1,
-        "k" | "kb" | "kib" => 1 << 10,
-        "m" | "mb" | "mib" => 1 << 20,
-        "g" | "gb" | "gib" => 1 << 30,
-        _ => return None,
-    };
-    n.checked_mul(mult)
+    crate::util::bytes::parse_size(s).ok()
+}
+
+/// `0`/`false`/`off`/`no` turn a switch off, `1`/`true`/`on`/`yes` on; anything else is
+/// reported and leaves it on (the default of every switch read with it).
+fn parse_switch(name: &str, v: &str) -> bool {
+    match v.trim().to_ascii_lowercase().as_str() {
+        "0" | "false" | "off" | "no" => false,
+        "1" | "true" | "on" | "yes" => true,
+        _ => {
+            log::warn!("{name}={v:?} is not 0 or 1; using 1");
+            true
+        }
+    }
 }
 
 impl Config {
@@ -78,6 +84,9 @@ impl Config {
             profile_path: var("TREECAST_PROFILE"),
             profile_compare: var("TREECAST_PROFILE_COMPARE").and_then(|v| v.parse().ok().filter(|&n: &u64| n > 0)),
             virtual_hosts: var("TREECAST_VIRTUAL_HOSTS").and_then(|v| v.parse().ok().filter(|&n: &u32| n > 0)),
+            intercept: var("TREECAST_INTERCEPT")
+                .map(|v| parse_switch("TREECAST_INTERCEPT", &v))
+                .unwrap_or(true),
         }
     }
 }
@@ -111,7 +120,18 @@ mod tests {
         assert_eq!(parse_bytes("1GiB"), Some(1 << 30));
         assert_eq!(parse_bytes("12 kb"), Some(12 << 10));
         assert_eq!(parse_bytes("x"), None);
-        assert_eq!(parse_bytes("5TiB"), None);
+        assert_eq!(parse_bytes("5TiB"), Some(5 << 40));
+        assert_eq!(parse_bytes("5XiB"), None);
         assert_eq!(parse_bytes(""), None);
+    }
+
+    #[test]
+    fn switches() {
+        for off in ["0", "false", "OFF", " no "] {
+            assert!(!parse_switch("X", off), "{off}");
+        }
+        for on in ["1", "true", "On", "yes", "maybe"] {
+            assert!(parse_switch("X", on), "{on}");
+        }
     }
 }

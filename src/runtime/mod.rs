@@ -3,13 +3,15 @@
 
 pub mod bcast;
 pub mod config;
+pub mod external;
 pub mod planner;
 pub mod prober;
 pub mod state;
 pub mod topo;
 
-pub use bcast::bcast;
+pub use bcast::{bcast, bcast_with, CallOptions};
 pub use config::{config, Config};
+pub use external::record_external;
 
 /// The topology treecast uses for `comm` (setting up its state first if needed; collective on
 /// first use) and where it came from.

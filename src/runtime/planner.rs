@@ -108,16 +108,40 @@ impl Planner {
     }
 
     /// Algorithm name and predicted per-rank completion times (seconds after the root starts) of
-    /// the plan for `bytes` from `root`, when a network model is known.
+    /// the plan for `bytes` from `root` (contention-free, nominal latencies), when the topology
+    /// is known.
     pub fn predict_arrivals(&self, root: u32, bytes: u64) -> (String, Option<Vec<f64>>) {
         let p = self.plan(root, crate::plan::size_class(bytes));
-        (p.info.algorithm.clone(), None)
+        let arrivals = self
+            .topology
+            .as_deref()
+            .and_then(|t| crate::estimate::evaluate_deterministic(t, &p, bytes).ok())
+            .map(|d| d.rank_arrival_s);
+        (p.info.algorithm.clone(), arrivals)
     }
 
-    /// Predicted completion time of a broadcast of `bytes` from `root`, when a network model is
-    /// known.
-    pub fn predict_time(&self, _root: u32, _bytes: u64) -> Option<crate::profile::report::Predicted> {
-        None
+    /// Predicted completion time of a broadcast of `bytes` from `root`: deterministic, and from
+    /// the links' latency distributions (Pareto and normal; fitted by probing, else the
+    /// estimate module's default tail). Used when a profile is written, never on the hot path;
+    /// the distribution models are skipped above 512 ranks to bound the cost at finalize.
+    pub fn predict_time(&self, root: u32, bytes: u64) -> Option<crate::profile::report::Predicted> {
+        let t = self.topology.as_deref()?;
+        let p = self.plan(root, crate::plan::size_class(bytes));
+        if self.nranks > 512 {
+            let d = crate::estimate::evaluate_deterministic(t, &p, bytes).ok()?;
+            return Some(crate::profile::report::Predicted {
+                deterministic_s: d.completion_s,
+                ..Default::default()
+            });
+        }
+        let pr = crate::estimate::predict_plan_time(t, &p, bytes, &Default::default()).ok()?;
+        Some(crate::profile::report::Predicted {
+            deterministic_s: pr.deterministic.completion_s,
+            pareto_mean_s: Some(pr.pareto.mean_s),
+            pareto_p99_s: Some(pr.pareto.p99_s),
+            normal_mean_s: Some(pr.normal.mean_s),
+            normal_p99_s: Some(pr.normal.p99_s),
+        })
     }
 
     /// The plan poison travels along when the root itself cannot take part (its own arguments

@@ -9,6 +9,14 @@
 //! At `MPI_Finalize` MPI deletes `MPI_COMM_SELF`'s attributes first, while everything still
 //! works (MPI-4 section 11.2.5); a hook attribute there releases every state still alive
 //! (`MPI_COMM_WORLD`'s, and communicators the user never freed), so no duplicate outlives MPI.
+//!
+//! Threads (`MPI_THREAD_MULTIPLE`): states of different communicators may be created and used
+//! concurrently from different threads (each has its own lock; the globals here are a
+//! `OnceLock` and mutex-guarded lists). The finalize hook runs collective gathers on every live
+//! state, so all ranks must visit shared states in the same order. Creation order is not that
+//! order once threads create states concurrently (rank 0 may create X then Y, rank 1 Y then X,
+//! and both would block in different gathers), so each state carries an [`OrderKey`] agreed by
+//! its members at creation and the hook visits states sorted by it.
 
 use super::config::{config, Config};
 use super::planner::Planner;
@@ -45,7 +53,15 @@ pub struct CommState {
     pub scratch: crate::exec::engine::Scratch,
     /// Per-call-site profile of this communicator.
     pub profile: crate::profile::CommProfile,
+    /// Position of this state in the finalize hook's collective visits.
+    pub order: OrderKey,
 }
+
+/// `(world rank of the communicator's rank 0, number of states that rank had created before)`:
+/// the same on every member (agreed at creation) and different for any two communicators, so
+/// sorting by it orders shared states identically on all ranks, which keeps the collective
+/// gathers of the finalize hook deadlock-free whatever order threads created states in.
+pub type OrderKey = (i64, i64);
 
 impl CommState {
     /// This rank's part of the plan for (root, size class), computed on first use. Planning is
@@ -148,16 +164,17 @@ unsafe extern "C" fn delete_state(_comm: MPI_Comm, _kv: c_int, val: *mut c_void,
 }
 
 /// Finalize hook (attribute on `MPI_COMM_SELF`): gather profiles and release every live state.
-/// States are visited in creation order (the same on every rank, because creation is
-/// collective); the world communicator's state goes last so it can carry the final gather.
+/// States are visited in [`OrderKey`] order (the same on every rank); the world communicator's
+/// state goes last so it can carry the final gather.
 unsafe extern "C" fn finalize_hook(_comm: MPI_Comm, _kv: c_int, _val: *mut c_void, _extra: *mut c_void) -> c_int {
     let r = std::panic::catch_unwind(|| {
         let addrs: Vec<usize> = std::mem::take(&mut *live().lock().unwrap_or_else(|p| p.into_inner()));
+        // SAFETY: addresses in LIVE are Boxes owned by attributes that MPI has not deleted yet;
+        // we only release MPI resources and leave the Box to the delete callback.
+        let mut slots: Vec<&Slot> = addrs.iter().map(|&a| &*(a as *const Slot)).collect();
+        slots.sort_by_cached_key(|slot| slot.lock().unwrap_or_else(|p| p.into_inner()).order);
         let mut world: Option<&Slot> = None;
-        for a in addrs {
-            // SAFETY: addresses in LIVE are Boxes owned by attributes that MPI has not deleted
-            // yet; we only release MPI resources and leave the Box to the delete callback.
-            let slot = &*(a as *const Slot);
+        for slot in slots {
             let mut st = slot.lock().unwrap_or_else(|p| p.into_inner());
             if st.profile.is_world {
                 world = Some(slot);
@@ -286,7 +303,8 @@ unsafe fn create(user: MPI_Comm) -> Result<CommState> {
         32767
     };
     let planner = Planner::create(dup, rank, size, cfg)?;
-    let profile = profile_setup(user, dup, cfg)?;
+    let (profile_everywhere, order) = agree(dup, rank, cfg)?;
+    let profile = profile_setup(user, cfg, profile_everywhere, order);
     let comm = dup_guard.take();
     log::info!(
         "treecast: communicator of {size} ranks ready in {:.3} ms (planner: {})",
@@ -306,47 +324,57 @@ unsafe fn create(user: MPI_Comm) -> Result<CommState> {
         config: cfg,
         scratch: Default::default(),
         profile,
+        order,
     })
 }
 
-/// Profiling is on for a communicator only if every rank has it configured (agreed with an
-/// allreduce), so a variable missing on some ranks cannot make later gathers hang.
-unsafe fn profile_setup(user: MPI_Comm, dup: MPI_Comm, cfg: &Config) -> Result<crate::profile::CommProfile> {
-    static COUNTER: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-    let mine: c_int = cfg.profile_path.is_some() as c_int;
-    let mut all: c_int = 0;
+/// One allreduce settles what the members of a new state must agree on: whether every rank
+/// has profiling configured, and the state's [`OrderKey`] (rank 0's proposal; the others send
+/// -1, so MAX picks it). MIN(flag) is computed as -MAX(-flag) to need a single reduction.
+unsafe fn agree(dup: MPI_Comm, rank: u32, cfg: &Config) -> Result<(bool, OrderKey)> {
+    static CREATED: std::sync::atomic::AtomicI64 = std::sync::atomic::AtomicI64::new(0);
+    let flag = -(cfg.profile_path.is_some() as i64);
+    let mine: [i64; 3] = if rank == 0 {
+        let seq = CREATED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        [flag, raw::comm_rank(ffi::RSMPI_COMM_WORLD)? as i64, seq]
+    } else {
+        [flag, -1, -1]
+    };
+    let mut all = [0i64; 3];
     check(
         ffi::PMPI_Allreduce(
-            &mine as *const c_int as *const c_void,
-            &mut all as *mut c_int as *mut c_void,
-            1,
-            ffi::RSMPI_INT32_T,
-            ffi::RSMPI_MIN,
+            mine.as_ptr() as *const c_void,
+            all.as_mut_ptr() as *mut c_void,
+            3,
+            ffi::RSMPI_INT64_T,
+            ffi::RSMPI_MAX,
             dup,
         ),
         "MPI_Allreduce",
     )?;
-    if mine != 0 && all == 0 {
+    Ok((all[0] == -1, (all[1], all[2])))
+}
+
+/// Profiling is on for a communicator only if every rank has it configured (agreed in
+/// [`agree`]), so a variable missing on some ranks cannot make later gathers hang.
+fn profile_setup(user: MPI_Comm, cfg: &Config, everywhere: bool, order: OrderKey) -> crate::profile::CommProfile {
+    if cfg.profile_path.is_some() && !everywhere {
         log::warn!("TREECAST_PROFILE is not set on every rank of a communicator; profiling it is off");
     }
-    let is_world = user == ffi::RSMPI_COMM_WORLD;
-    let k = COUNTER.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    Ok(crate::profile::CommProfile {
-        enabled: all != 0,
+    // SAFETY: reading a constant handle.
+    let is_world = user == unsafe { ffi::RSMPI_COMM_WORLD };
+    crate::profile::CommProfile {
+        enabled: everywhere,
         compare_every: cfg.profile_compare,
         is_world,
+        // The agreed ordering key (world rank of rank 0, its creation counter) is unique.
         label: if is_world {
             "MPI_COMM_WORLD".into()
         } else {
-            // Only the label on the communicator's rank 0 is reported; the creation counter of
-            // that process and its world rank make it unique across the job.
-            format!(
-                "communicator {k} of world rank {}",
-                raw::comm_rank(ffi::RSMPI_COMM_WORLD).unwrap_or(-1)
-            )
+            format!("communicator {} of world rank {}", order.1, order.0)
         },
         ..Default::default()
-    })
+    }
 }
 
 /// Frees a communicator unless taken (error paths during creation).

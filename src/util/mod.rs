@@ -1,4 +1,5 @@
 //! Small shared helpers.
 
+pub mod bytes;
 pub mod rng;
 pub mod svg;

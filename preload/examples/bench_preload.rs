@@ -1,0 +1,180 @@
+//! Cost of the `LD_PRELOAD` interposer on a loop of 1 KiB `MPI_Bcast` calls.
+//!
+//!     cargo run --release -p treecast-preload --example bench_preload [-- NP ROUNDS CALLS BYTES]
+//!
+//! Builds `mpi-examples/preload_bench.c` (a plain MPI program) and runs it under mpirun with
+//! and without `libtreecast_preload.so`. Inside each run the program times `MPI_Bcast` and
+//! `PMPI_Bcast` in alternating batches; `PMPI_Bcast` never passes through the interposer, so
+//! `MPI_Bcast / PMPI_Bcast` is the interposer's cost measured side by side in the same
+//! processes (the goal: at most 1.02 with serving off). Configurations:
+//!
+//! - no preload: both names are the same function; the ratio is the noise floor;
+//! - preload, `TREECAST_INTERCEPT=0`: serving off, profiling off (the goal);
+//! - preload, `TREECAST_INTERCEPT=0` + `TREECAST_PROFILE`: every call timed and recorded;
+//! - preload, serving on: treecast's broadcast against MPI's own, for reference.
+//!
+//! The sequence is repeated (interleaved) and the median of each configuration's runs printed.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn target_dir() -> PathBuf {
+    // target/<profile>/examples/bench_preload
+    let exe = std::env::current_exe().expect("current exe");
+    exe.parent().and_then(Path::parent).expect("target dir").to_path_buf()
+}
+
+fn repo_root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+fn fail(msg: String) -> ! {
+    eprintln!("bench_preload: {msg}");
+    std::process::exit(1);
+}
+
+/// The preload library of this build profile, built if missing.
+fn preload_lib(dir: &Path) -> PathBuf {
+    let lib = dir.join("libtreecast_preload.so");
+    let release = dir.file_name().is_some_and(|n| n == "release");
+    let mut cmd = Command::new(env!("CARGO"));
+    cmd.args(["build", "-q", "-p", "treecast-preload"])
+        .current_dir(repo_root());
+    if release {
+        cmd.arg("--release");
+    }
+    match cmd.status() {
+        Ok(s) if s.success() && lib.exists() => lib,
+        _ => fail(format!("could not build {}", lib.display())),
+    }
+}
+
+fn build_program(dir: &Path) -> PathBuf {
+    let out = dir.join("preload-bench");
+    let status = Command::new("mpicc")
+        .args(["-O2", "-o"])
+        .arg(&out)
+        .arg(repo_root().join("mpi-examples/preload_bench.c"))
+        .status()
+        .unwrap_or_else(|e| fail(format!("mpicc: {e} (install libopenmpi-dev)")));
+    if !status.success() {
+        fail("mpicc failed on mpi-examples/preload_bench.c".into());
+    }
+    out
+}
+
+struct Sample {
+    mpi_us: f64,
+    pmpi_us: f64,
+    ratio: f64,
+}
+
+fn run(np: u32, exe: &Path, args: &[String], env: &[(String, String)]) -> Sample {
+    let mut cmd = Command::new("mpirun");
+    cmd.args([
+        "--oversubscribe",
+        "-np",
+        &np.to_string(),
+        "--mca",
+        "btl",
+        "self,vader,tcp",
+    ]);
+    for (k, v) in env {
+        cmd.args(["-x", &format!("{k}={v}")]);
+    }
+    cmd.arg(exe).args(args);
+    cmd.env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1");
+    let out = cmd.output().unwrap_or_else(|e| fail(format!("mpirun: {e}")));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    if !out.status.success() {
+        fail(format!(
+            "run failed: {stdout}\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        ));
+    }
+    let field = |name: &str| -> f64 {
+        stdout
+            .split_whitespace()
+            .find_map(|w| w.strip_prefix(name).and_then(|v| v.parse().ok()))
+            .unwrap_or_else(|| fail(format!("no {name} in output: {stdout}")))
+    };
+    Sample {
+        mpi_us: field("mpi_bcast_median_us="),
+        pmpi_us: field("pmpi_bcast_median_us="),
+        ratio: field("ratio="),
+    }
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        0.5 * (v[n / 2 - 1] + v[n / 2])
+    }
+}
+
+fn main() {
+    let a: Vec<String> = std::env::args().skip(1).collect();
+    let arg = |i: usize, default: &str| a.get(i).cloned().unwrap_or_else(|| default.to_string());
+    let np: u32 = arg(0, "2")
+        .parse()
+        .unwrap_or_else(|_| fail("NP must be a number".into()));
+    let prog_args = vec![arg(1, "41"), arg(2, "2000"), arg(3, "1024")];
+    let repeats = 3;
+
+    let dir = target_dir();
+    let lib = preload_lib(&dir);
+    let exe = build_program(&dir);
+    let profile = std::env::temp_dir().join(format!("treecast-bench-preload-{}.json", std::process::id()));
+    let pre = |extra: &[(&str, &str)]| -> Vec<(String, String)> {
+        let mut v = vec![("LD_PRELOAD".to_string(), lib.display().to_string())];
+        v.extend(extra.iter().map(|(k, v)| (k.to_string(), v.to_string())));
+        v
+    };
+    let profile_s = profile.display().to_string();
+    let configs: Vec<(&str, Vec<(String, String)>)> = vec![
+        ("no preload (noise floor)", vec![]),
+        ("preload, TREECAST_INTERCEPT=0", pre(&[("TREECAST_INTERCEPT", "0")])),
+        (
+            "preload, TREECAST_INTERCEPT=0, profiling",
+            pre(&[("TREECAST_INTERCEPT", "0"), ("TREECAST_PROFILE", &profile_s)]),
+        ),
+        ("preload, serving on", pre(&[("TREECAST_INTERCEPT", "1")])),
+    ];
+    println!(
+        "1 KiB-class MPI_Bcast loop: {np} ranks, {} rounds x {} calls of {} bytes per run, {repeats} runs per configuration",
+        prog_args[0], prog_args[1], prog_args[2]
+    );
+    let mut samples: Vec<Vec<Sample>> = configs.iter().map(|_| Vec::new()).collect();
+    for _ in 0..repeats {
+        for (i, (_, env)) in configs.iter().enumerate() {
+            samples[i].push(run(np, &exe, &prog_args, env));
+        }
+    }
+    let _ = std::fs::remove_file(&profile);
+    println!(
+        "{:<42} {:>16} {:>17} {:>22}",
+        "configuration", "MPI_Bcast us", "PMPI_Bcast us", "MPI_Bcast/PMPI_Bcast"
+    );
+    let mut results = Vec::new();
+    for ((name, _), s) in configs.iter().zip(&samples) {
+        let m = median(s.iter().map(|x| x.mpi_us).collect());
+        let p = median(s.iter().map(|x| x.pmpi_us).collect());
+        let r = median(s.iter().map(|x| x.ratio).collect());
+        println!("{name:<42} {m:>16.3} {p:>17.3} {r:>22.4}");
+        results.push((m, r));
+    }
+    let off = results[1].1;
+    println!(
+        "serving off: interposer overhead {:+.2}% (goal <= +2%): {}",
+        (off - 1.0) * 100.0,
+        if off <= 1.02 { "met" } else { "NOT met" }
+    );
+    println!(
+        "across runs: MPI_Bcast median with the preload (serving off) / without: {:.4}",
+        results[1].0 / results[0].0
+    );
+}

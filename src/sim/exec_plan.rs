@@ -1,0 +1,172 @@
+//! Running a [`Plan`] on the flow engine with the execution semantics of `plan::schedule`.
+//!
+//! Every receive is pre-posted, so a send starts moving data the moment it is issued. A rank
+//! walks its op list in order: receives are skipped (they are posted), and the next send is
+//! issued once every segment it carries has fully arrived at the rank — store-and-forward per
+//! message, so an unsegmented plan forwards only complete messages and a segmented plan
+//! pipelines segment by segment. With blocking sends a rank also waits until its previous send
+//! has been delivered. The k-th send from a to b lands in the k-th receive at b from a, so a
+//! delivery just marks the segments present at the receiver.
+//!
+//! Cost: O(ops) bookkeeping plus the engine's; segment presence is a bitset per rank
+//! (ranks x nsegs bits).
+
+use super::flow::{Delivery, FlowSim};
+use super::{finish, placement, FlatOps, SimError, SimOptions, SimResult, TransferRecord};
+use crate::plan::{range_bounds, Op, Plan};
+use crate::topology::{Topology, VertexId};
+
+struct Run<'a> {
+    plan: &'a Plan,
+    bytes: u64,
+    verts: Vec<VertexId>,
+    blocking: bool,
+    words: usize,
+    have: Vec<u64>,
+    got: Vec<u32>,
+    done: Vec<f64>,
+    cursor: Vec<usize>,
+    active: Vec<u32>,
+    /// Flat op numbering (engine tags) and channels.
+    flat: &'a FlatOps,
+    /// Issue time of every flat op (only when recording).
+    issued: Vec<f64>,
+}
+
+impl Run<'_> {
+    fn has_all(&self, r: usize, start: u32, end: u32) -> bool {
+        let row = &self.have[r * self.words..(r + 1) * self.words];
+        (start..end).all(|s| row[(s / 64) as usize] >> (s % 64) & 1 == 1)
+    }
+
+    /// Issue every send of rank `r` that is ready, in list order.
+    fn advance_rank(&mut self, r: usize, sim: &mut FlowSim) {
+        let ops = &self.plan.ops[r];
+        while self.cursor[r] < ops.len() {
+            match ops[self.cursor[r]] {
+                Op::Recv { .. } => self.cursor[r] += 1,
+                Op::Send { peer, segs } => {
+                    if (self.blocking && self.active[r] > 0) || !self.has_all(r, segs.start, segs.end) {
+                        return;
+                    }
+                    let f = self.flat.base[r] + self.cursor[r];
+                    let (lo, hi) = range_bounds(self.bytes, self.plan.nsegs, segs);
+                    if !self.issued.is_empty() {
+                        self.issued[f] = sim.now();
+                    }
+                    sim.send(
+                        self.verts[r],
+                        self.verts[peer as usize],
+                        (hi - lo) as f64,
+                        f as u64,
+                        Some(self.flat.channel[f]),
+                    );
+                    self.active[r] += 1;
+                    self.cursor[r] += 1;
+                }
+            }
+        }
+    }
+}
+
+pub(crate) fn run(topo: &Topology, plan: &Plan, bytes: u64, opts: &SimOptions) -> Result<SimResult, SimError> {
+    if !opts.trusted_plan {
+        plan.validate().map_err(|e| SimError(e.to_string()))?;
+    } else if plan.ops.len() != plan.nranks as usize || plan.root >= plan.nranks || plan.nsegs == 0 {
+        return Err(SimError("invalid plan: malformed header".into()));
+    }
+    let verts = placement::resolve(topo, plan.nranks, opts.placement.as_deref())?;
+    let n = plan.nranks as usize;
+    let words = (plan.nsegs as usize).div_ceil(64);
+    if let Some((r, p)) = plan
+        .ops
+        .iter()
+        .enumerate()
+        .find_map(|(r, ops)| ops.iter().find(|o| o.peer() as usize >= n).map(|o| (r, o.peer())))
+    {
+        return Err(SimError(format!("invalid plan: rank {r} names rank {p}")));
+    }
+    let flat = FlatOps::new(&plan.ops, |op| op.is_send().then(|| op.peer()));
+    let total = flat.owner.len();
+    let root = plan.root as usize;
+    let mut have = vec![0u64; n * words];
+    for s in 0..plan.nsegs as usize {
+        have[root * words + s / 64] |= 1 << (s % 64);
+    }
+    let mut got = vec![0u32; n];
+    got[root] = plan.nsegs;
+    let mut done = vec![f64::NAN; n];
+    done[root] = 0.0;
+    let mut run = Run {
+        plan,
+        bytes,
+        verts,
+        blocking: opts.blocking_sends,
+        words,
+        have,
+        got,
+        done,
+        cursor: vec![0; n],
+        active: vec![0; n],
+        flat: &flat,
+        issued: if opts.record { vec![0.0; total] } else { Vec::new() },
+    };
+    let mut sim = FlowSim::new(topo);
+    sim.set_audit(opts.audit);
+    sim.set_full_resolve(opts.full_resolve);
+    for r in 0..n {
+        run.advance_rank(r, &mut sim);
+    }
+    let mut transfers = Vec::new();
+    let mut out: Vec<Delivery> = Vec::new();
+    while sim.advance(&mut out).is_some() {
+        for d in out.drain(..) {
+            let f = d.tag as usize;
+            let src = flat.owner[f] as usize;
+            let Op::Send { peer, segs } = plan.ops[src][f - flat.base[src]] else {
+                unreachable!("only sends become flows")
+            };
+            let p = peer as usize;
+            for s in segs.range() {
+                let w = &mut run.have[p * words + (s / 64) as usize];
+                if *w >> (s % 64) & 1 == 0 {
+                    *w |= 1 << (s % 64);
+                    run.got[p] += 1;
+                }
+            }
+            if run.got[p] == plan.nsegs && run.done[p].is_nan() {
+                run.done[p] = d.time;
+            }
+            run.active[src] -= 1;
+            if opts.record {
+                let (lo, hi) = range_bounds(bytes, plan.nsegs, segs);
+                transfers.push(TransferRecord {
+                    src: src as u32,
+                    dst: peer,
+                    segs: Some(segs),
+                    bytes: hi - lo,
+                    issued_s: run.issued[f],
+                    start_s: d.start,
+                    src_done_s: d.src_done,
+                    end_s: d.time,
+                });
+            }
+            run.advance_rank(p, &mut sim);
+            if run.blocking {
+                run.advance_rank(src, &mut sim);
+            }
+        }
+    }
+    for r in 0..n {
+        if run.cursor[r] < plan.ops[r].len() {
+            return Err(SimError(format!(
+                "plan deadlocks: rank {r} can never issue op {}",
+                run.cursor[r]
+            )));
+        }
+        if run.got[r] < plan.nsegs {
+            return Err(SimError(format!("plan leaves rank {r} without segment data")));
+        }
+    }
+    Ok(finish(sim, run.done, transfers, opts.record))
+}
