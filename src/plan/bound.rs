@@ -957,6 +957,19 @@ pub fn bottlenecks_from(topo: &Topology, from: VertexId, down: bool) -> Vec<f64>
     bw
 }
 
+/// Top vertex of a rank's unit: walk up (in the topology's anchor rooting) until the parent is
+/// a switch.
+pub fn unit_root(topo: &Topology, rank: u32) -> VertexId {
+    let mut v = topo.rank_vertex(rank);
+    while let Some((p, _)) = topo.parent(v) {
+        if topo.vertex(p).kind == VertexKind::Switch {
+            break;
+        }
+        v = p;
+    }
+    v
+}
+
 /// Units of a topology (module docs) and the unit of every rank.
 pub fn build_units(topo: &Topology, bytes: f64) -> (Vec<Unit>, Vec<u32>) {
     let n = topo.num_ranks();
@@ -964,13 +977,7 @@ pub fn build_units(topo: &Topology, bytes: f64) -> (Vec<Unit>, Vec<u32>) {
     let mut index: std::collections::HashMap<VertexId, u32> = Default::default();
     let mut unit_of = vec![0u32; n];
     for r in 0..n as u32 {
-        let mut v = topo.rank_vertex(r);
-        while let Some((p, _)) = topo.parent(v) {
-            if topo.vertex(p).kind == VertexKind::Switch {
-                break;
-            }
-            v = p;
-        }
+        let v = unit_root(topo, r);
         let next = roots.len() as u32;
         let id = *index.entry(v).or_insert(next);
         if id == next {

@@ -28,12 +28,13 @@
 
 use super::cost::{timeline_to_plan, CostModel};
 use super::greedy::{greedy_timeline, GreedyOptions};
-use super::hier::hier_tree;
+use super::hier::hier_tree_on;
 use super::optimal::{solve, OptimalOptions};
 use super::pipeline::{
-    access_bandwidth, depth, dfs_chain, estimate, host_two_trees, k_chains, plan_from_trees, segment_count, HostScheme,
-    Tree, MIN_SEGMENT_BYTES,
+    access_bandwidth, depth, dfs_chain, estimate, host_two_trees_on, k_chains, plan_from_trees, segment_count,
+    HostScheme, Tree, MIN_SEGMENT_BYTES,
 };
+use super::relay::Hierarchy;
 use super::replay::{replay, SegTransfer};
 use super::{trees, Plan};
 use crate::topology::Topology;
@@ -49,6 +50,8 @@ pub const AUTO_NODE_LIMIT: u64 = 20_000;
 pub const AUTO_GREEDY_MAX_RANKS: usize = 64;
 /// Plans with more messages than this are ranked by the analytic estimate only.
 pub const PREDICT_MESSAGE_LIMIT: usize = 600_000;
+/// How many segmented candidates (best analytic estimates first) are simulated.
+pub const SIMULATED_FAMILIES: usize = 2;
 
 /// Which planner to use.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -207,9 +210,37 @@ pub fn plan_broadcast(topo: &Topology, root: u32, bytes: u64, opts: &PlanOptions
 
 struct Candidate {
     name: String,
-    plan: Plan,
+    body: Body,
     /// Analytic estimate (segmented candidates), to rank variants.
     estimate: Option<f64>,
+}
+
+/// A candidate's plan, or the trees and segment count to build it from (built only when it is
+/// simulated or chosen: a 4,096-rank plan in 512 segments has millions of ops).
+enum Body {
+    Plan(Plan),
+    Trees(Vec<Tree>, u32),
+}
+
+impl Candidate {
+    fn messages(&self) -> usize {
+        match &self.body {
+            Body::Plan(p) => p.num_messages(),
+            Body::Trees(trees, s) => {
+                let k = trees.len().max(1);
+                trees
+                    .iter()
+                    .map(|t| t.iter().map(Vec::len).sum::<usize>() * (*s as usize).div_ceil(k))
+                    .sum()
+            }
+        }
+    }
+    fn plan(&self, topo: &Topology, root: u32, bytes: u64) -> Plan {
+        match &self.body {
+            Body::Plan(p) => p.clone(),
+            Body::Trees(trees, s) => plan_from_trees(topo, root, trees, *s, bytes, &self.name),
+        }
+    }
 }
 
 /// [`plan_broadcast`] with the candidates' predictions and the chosen plan's message timing.
@@ -244,7 +275,7 @@ pub fn plan_detailed(topo: &Topology, root: u32, bytes: u64, opts: &PlanOptions)
     let auto = algo == Algorithm::Auto;
     let unsegmented = |name: &str, children: Vec<Vec<u32>>| Candidate {
         name: name.to_string(),
-        plan: Plan::from_tree(root, &children, 1, name),
+        body: Body::Plan(Plan::from_tree(root, &children, 1, name)),
         estimate: None,
     };
     if algo == Algorithm::Optimal || auto && n <= AUTO_OPTIMAL_MAX_RANKS {
@@ -257,7 +288,7 @@ pub fn plan_detailed(topo: &Topology, root: u32, bytes: u64, opts: &PlanOptions)
         search = Some((r.proven, r.nodes_explored, r.search_time_s));
         cands.push(Candidate {
             name: "optimal".into(),
-            plan: timeline_to_plan(n as u32, &r.timeline, "optimal"),
+            body: Body::Plan(timeline_to_plan(n as u32, &r.timeline, "optimal")),
             estimate: None,
         });
     }
@@ -265,12 +296,16 @@ pub fn plan_detailed(topo: &Topology, root: u32, bytes: u64, opts: &PlanOptions)
         let tl = greedy_timeline(&model, root, &GreedyOptions::default());
         cands.push(Candidate {
             name: "greedy".into(),
-            plan: timeline_to_plan(n as u32, &tl, "greedy"),
+            body: Body::Plan(timeline_to_plan(n as u32, &tl, "greedy")),
             estimate: None,
         });
     }
+    // The relay hierarchy and the hierarchical tree are shared by several candidates.
+    let hierarchy = Hierarchy::new(topo, root);
+    let mut hier: Option<Vec<Vec<u32>>> = None;
+    let mut hier_of = || hier.get_or_insert_with(|| hier_tree_on(&model, &hierarchy)).clone();
     if algo == Algorithm::Hier || auto {
-        cands.push(unsegmented("hier", hier_tree(&model, root)));
+        cands.push(unsegmented("hier", hier_of()));
     }
     if algo == Algorithm::Binomial || auto {
         cands.push(unsegmented("binomial", trees::binomial(n as u32, root)));
@@ -283,15 +318,15 @@ pub fn plan_detailed(topo: &Topology, root: u32, bytes: u64, opts: &PlanOptions)
             f.push(("chain", vec![dfs_chain(topo, root)]));
         }
         if want(Algorithm::TwoTree) {
-            let [a, b] = host_two_trees(topo, root, HostScheme::Chain);
+            let [a, b] = host_two_trees_on(topo, root, &hierarchy, HostScheme::Chain);
             f.push(("two-tree", vec![a, b]));
             if auto {
-                let [a, b] = host_two_trees(topo, root, HostScheme::TwoTree);
+                let [a, b] = host_two_trees_on(topo, root, &hierarchy, HostScheme::TwoTree);
                 f.push(("two-tree:host-two-tree", vec![a, b]));
             }
         }
         if want(Algorithm::HierPipeline) {
-            f.push(("hier-pipeline", vec![hier_tree(&model, root)]));
+            f.push(("hier-pipeline", vec![hier_of()]));
         }
         if let Algorithm::KChains(k) = algo {
             f.push(("k-chains", vec![k_chains(topo, root, k as usize)]));
@@ -305,9 +340,10 @@ pub fn plan_detailed(topo: &Topology, root: u32, bytes: u64, opts: &PlanOptions)
         }
         f
     };
-    for (name, trees_) in &families {
+    for (name, trees_) in families {
         let k = trees_.len() as u32;
         let d = trees_.iter().map(|t| depth(t, root)).max().unwrap_or(1);
+        let trees_ = &trees_;
         let bw = access_bandwidth(topo, root).min(1e15);
         let base = segment_count(bytes, d, bw, k);
         let counts: Vec<u32> = match opts.segments {
@@ -331,21 +367,39 @@ pub fn plan_detailed(topo: &Topology, root: u32, bytes: u64, opts: &PlanOptions)
             }
         }
         let (e, s) = best.expect("at least one segment count");
-        let label = format!("{name}:segs={s}");
         cands.push(Candidate {
-            plan: plan_from_trees(topo, root, trees_, s, bytes, &label),
-            name: label,
+            name: format!("{name}:segs={s}"),
+            body: Body::Trees(trees_.clone(), s),
             estimate: Some(e),
         });
     }
     if cands.is_empty() {
         return Err(format!("algorithm '{algo}' produced no plan"));
     }
-    // Predict and choose.
+    // Predict and choose. Segmented variants are simulated only for the SIMULATED_FAMILIES
+    // best analytic estimates (and within the message limit); the rest keep their estimate.
+    let mut by_estimate: Vec<(f64, usize)> = cands
+        .iter()
+        .enumerate()
+        .filter_map(|(i, c)| c.estimate.map(|e| (e, i)))
+        .collect();
+    by_estimate.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+    let shortlist: Vec<usize> = by_estimate.iter().take(SIMULATED_FAMILIES).map(|x| x.1).collect();
     let mut evaluated = Vec::new();
     let mut best: Option<(f64, usize, &'static str)> = None;
+    let mut best_timing: Vec<SegTransfer> = Vec::new();
     for (i, c) in cands.iter().enumerate() {
-        let (t, by) = predict(topo, &model, &c.plan, bytes, c.estimate, opts.predictor);
+        let (t, by, timing) = match c.estimate {
+            Some(e) if c.messages() > PREDICT_MESSAGE_LIMIT || !shortlist.contains(&i) => (e, "analytic", None),
+            _ => predict(
+                topo,
+                &model,
+                &c.plan(topo, root, bytes),
+                bytes,
+                c.estimate,
+                opts.predictor,
+            ),
+        };
         evaluated.push(Evaluated {
             name: c.name.clone(),
             predicted_s: t,
@@ -353,15 +407,16 @@ pub fn plan_detailed(topo: &Topology, root: u32, bytes: u64, opts: &PlanOptions)
         });
         if best.is_none_or(|(b, _, _)| t < b) {
             best = Some((t, i, by));
+            best_timing = timing.unwrap_or_default();
         }
     }
     let (t, i, by) = best.expect("candidates exist");
     let chosen = cands.swap_remove(i);
-    let mut plan = chosen.plan;
-    let timing = if plan.num_messages() <= PREDICT_MESSAGE_LIMIT {
-        replay(&model, &plan, bytes).map(|r| r.transfers).unwrap_or_default()
+    let mut plan = chosen.plan(topo, root, bytes);
+    let timing = if !best_timing.is_empty() || plan.num_messages() > PREDICT_MESSAGE_LIMIT {
+        best_timing
     } else {
-        Vec::new()
+        replay(&model, &plan, bytes).map(|r| r.transfers).unwrap_or_default()
     };
     plan.info.algorithm = chosen.name.clone();
     plan.info.predicted_time_s = Some(t);
@@ -392,7 +447,8 @@ fn segment_count_clamped(bytes: u64, s: u32, k: u32) -> u32 {
     s.div_ceil(k) * k
 }
 
-/// Predicted time of `plan` and which predictor produced it.
+/// Predicted time of `plan`, which predictor produced it, and the predicted timing of its
+/// messages.
 fn predict(
     topo: &Topology,
     model: &CostModel,
@@ -400,22 +456,33 @@ fn predict(
     bytes: u64,
     estimate: Option<f64>,
     predictor: Predictor,
-) -> (f64, &'static str) {
-    if plan.num_messages() > PREDICT_MESSAGE_LIMIT {
-        if let Some(e) = estimate {
-            return (e, "analytic");
-        }
-    }
+) -> (f64, &'static str, Option<Vec<SegTransfer>>) {
     if predictor == Predictor::Auto {
-        let o = crate::sim::SimOptions::default();
+        // Our candidates are valid by construction (the tests validate every family).
+        let o = crate::sim::SimOptions {
+            trusted_plan: true,
+            record: true,
+            ..crate::sim::SimOptions::default()
+        };
         if let Ok(r) = crate::sim::simulate_plan(topo, plan, bytes, &o) {
-            return (r.time_s, "simulator");
+            let timing = r
+                .transfers
+                .iter()
+                .map(|x| SegTransfer {
+                    src: x.src,
+                    dst: x.dst,
+                    segs: x.segs.unwrap_or(super::SegRange::new(0, plan.nsegs)),
+                    start_s: x.start_s,
+                    end_s: x.end_s,
+                })
+                .collect();
+            return (r.time_s, "simulator", Some(timing));
         }
     }
-    // Stand-in while the simulator is unavailable: the seed-004 cost-model replay.
+    // The seed-004 cost-model replay (also the stand-in should the simulator fail).
     match replay(model, plan, bytes) {
-        Ok(r) => (r.makespan, "cost-model"),
-        Err(_) => (estimate.unwrap_or(f64::INFINITY), "analytic"),
+        Ok(r) => (r.makespan, "cost-model", Some(r.transfers)),
+        Err(_) => (estimate.unwrap_or(f64::INFINITY), "analytic", None),
     }
 }
 

@@ -344,10 +344,16 @@ pub struct Placement {
 
 impl Placement {
     pub fn new(model: &CostModel, root: u32) -> Placement {
-        let mut ready = vec![f64::INFINITY; model.num_ranks()];
+        Placement::sized(model.num_resources(), model.num_ranks(), root)
+    }
+
+    /// A placement over `resources` links and `ranks` ranks (for planners that number a subset
+    /// of the topology compactly).
+    pub fn sized(resources: usize, ranks: usize, root: u32) -> Placement {
+        let mut ready = vec![f64::INFINITY; ranks];
         ready[root as usize] = 0.0;
         Placement {
-            profiles: vec![Profile::default(); model.num_resources()],
+            profiles: vec![Profile::default(); resources],
             ready,
             last_start: 0.0,
             makespan: 0.0,

@@ -13,7 +13,7 @@
 //! Look-ahead (the pilot method): the best `lookahead` candidates of a step are each completed
 //! greedily, and the step commits the one whose completed schedule finishes first.
 
-use super::bound::build_units;
+use super::bound::unit_root;
 use super::cost::{Candidate, CostModel, Placement, Route, Timeline};
 use crate::topology::Topology;
 use std::collections::HashMap;
@@ -41,8 +41,8 @@ impl Default for GreedyOptions {
     }
 }
 
-/// Static receiver groups among the participating ranks: (unit, access-link parameters) ->
-/// ranks ascending. `pos[r]` is rank r's index among the members (`u32::MAX` if absent).
+/// Static receiver groups among the participating ranks, in local indices (positions in the
+/// participant list): (unit, access-link parameters) -> local ranks ascending.
 struct Groups {
     group_of: Vec<u32>,
     members: Vec<Vec<u32>>,
@@ -51,13 +51,21 @@ struct Groups {
 }
 
 fn groups(topo: &Topology, ranks: &[u32]) -> Groups {
-    let (_, unit_of) = build_units(topo, 1.0);
-    let n = topo.num_ranks();
+    let m = ranks.len();
+    let mut unit_index: HashMap<usize, u32> = HashMap::new();
     let mut key_to_group: HashMap<(u32, u64, u64, u64, u64, u8), u32> = HashMap::new();
-    let mut group_of = vec![u32::MAX; n];
+    let mut group_of = vec![0u32; m];
+    let mut unit_of = vec![0u32; m];
     let mut members: Vec<Vec<u32>> = Vec::new();
     let mut unit_members: Vec<Vec<u32>> = Vec::new();
-    for &r in ranks {
+    for (i, &r) in ranks.iter().enumerate() {
+        let next_unit = unit_index.len() as u32;
+        let u = *unit_index.entry(unit_root(topo, r)).or_insert(next_unit);
+        if u == next_unit {
+            unit_members.push(Vec::new());
+        }
+        unit_members[u as usize].push(i as u32);
+        unit_of[i] = u;
         let v = topo.rank_vertex(r);
         let (ab, ba, dup) = match topo.neighbors(v).first() {
             Some(&(_, l)) => {
@@ -71,11 +79,6 @@ fn groups(topo: &Topology, ranks: &[u32]) -> Groups {
                 0,
             ),
         };
-        let u = unit_of[r as usize];
-        if unit_members.len() <= u as usize {
-            unit_members.resize(u as usize + 1, Vec::new());
-        }
-        unit_members[u as usize].push(r);
         let key = (
             u,
             ab.latency_s.to_bits(),
@@ -89,8 +92,8 @@ fn groups(topo: &Topology, ranks: &[u32]) -> Groups {
         if g == next {
             members.push(Vec::new());
         }
-        members[g as usize].push(r);
-        group_of[r as usize] = g;
+        members[g as usize].push(i as u32);
+        group_of[i] = g;
     }
     Groups {
         group_of,
@@ -100,14 +103,16 @@ fn groups(topo: &Topology, ranks: &[u32]) -> Groups {
     }
 }
 
+/// The greedy works in a local index space: rank i is `ranks[i]`; for small participant sets
+/// the routes are cached and their links renumbered compactly, so states (cloned by the
+/// look-ahead) only hold the links these ranks use.
 struct Greedy<'m, 't> {
     model: &'m CostModel<'t>,
     g: Groups,
-    /// Participating ranks, ascending, and each rank's index among them.
     ranks: Vec<u32>,
-    pos: Vec<u32>,
-    /// Route cache over participants (`pos` x `pos`) for small sets.
+    /// Route cache (`m x m`, local link numbering) for small sets.
     routes: Option<Vec<Route>>,
+    nres: usize,
     opts: GreedyOptions,
 }
 
@@ -126,41 +131,43 @@ impl<'m, 't> Greedy<'m, 't> {
         let mut ranks = ranks.to_vec();
         ranks.sort_unstable();
         ranks.dedup();
-        let mut pos = vec![u32::MAX; model.num_ranks()];
-        for (i, &r) in ranks.iter().enumerate() {
-            pos[r as usize] = i as u32;
-        }
         let m = ranks.len();
+        let mut nres = model.num_resources();
         let routes = (m <= ALL_SENDERS_UP_TO).then(|| {
+            let mut local: HashMap<u32, u32> = HashMap::new();
             let mut v = Vec::with_capacity(m * m);
             for &s in &ranks {
                 for &r in &ranks {
-                    v.push(model.route(s, r));
+                    let mut rt = model.route(s, r);
+                    for h in &mut rt.hops {
+                        let next = local.len() as u32;
+                        h.res = *local.entry(h.res).or_insert(next);
+                    }
+                    v.push(rt);
                 }
             }
+            nres = local.len();
             v
         });
         Greedy {
             model,
             g: groups(model.topology(), &ranks),
             ranks,
-            pos,
             routes,
+            nres,
             opts: opts.clone(),
         }
     }
 
+    /// Route between local ranks.
     fn route(&self, s: u32, r: u32) -> std::borrow::Cow<'_, Route> {
         match &self.routes {
-            Some(rt) => {
-                let m = self.ranks.len();
-                std::borrow::Cow::Borrowed(&rt[self.pos[s as usize] as usize * m + self.pos[r as usize] as usize])
-            }
-            None => std::borrow::Cow::Owned(self.model.route(s, r)),
+            Some(rt) => std::borrow::Cow::Borrowed(&rt[s as usize * self.ranks.len() + r as usize]),
+            None => std::borrow::Cow::Owned(self.model.route(self.ranks[s as usize], self.ranks[r as usize])),
         }
     }
 
-    /// Candidates of the current state, best first.
+    /// Candidates of the current state, best first (local ranks).
     fn candidates(&self, st: &State) -> Vec<Candidate> {
         let pl = &st.pl;
         let many = self.ranks.len() > ALL_SENDERS_UP_TO;
@@ -236,19 +243,21 @@ impl<'m, 't> Greedy<'m, 't> {
     }
 
     fn run(&self, root: u32) -> Timeline {
+        let m = self.ranks.len();
+        let lroot = self.ranks.binary_search(&root).expect("the root participates") as u32;
         let mut st = State {
-            pl: Placement::new(self.model, root),
-            holders: vec![root],
+            pl: Placement::sized(self.nres, m, lroot),
+            holders: vec![lroot],
             next: vec![0; self.g.members.len()],
             informed: 1,
         };
-        for (g, m) in self.g.members.iter().enumerate() {
-            while st.next[g] < m.len() && st.pl.has(m[st.next[g]]) {
+        for (g, mem) in self.g.members.iter().enumerate() {
+            while st.next[g] < mem.len() && st.pl.has(mem[st.next[g]]) {
                 st.next[g] += 1;
             }
         }
-        let mut transfers = Vec::with_capacity(self.ranks.len().saturating_sub(1));
-        while st.informed < self.ranks.len() {
+        let mut transfers = Vec::with_capacity(m.saturating_sub(1));
+        while st.informed < m {
             let cands = self.candidates(&st);
             let chosen = if self.opts.lookahead > 1 && cands.len() > 1 {
                 let mut best = (f64::INFINITY, 0usize);
@@ -264,7 +273,10 @@ impl<'m, 't> Greedy<'m, 't> {
             } else {
                 cands[0]
             };
-            transfers.push(self.commit(&mut st, chosen));
+            let mut t = self.commit(&mut st, chosen);
+            t.src = self.ranks[t.src as usize];
+            t.dst = self.ranks[t.dst as usize];
+            transfers.push(t);
         }
         Timeline {
             root,

@@ -25,8 +25,12 @@ pub const LOOKAHEAD_MAX_GROUP: usize = 48;
 
 /// Children lists (in send order) of the hierarchical tree for a broadcast from `root`.
 pub fn hier_tree(model: &CostModel, root: u32) -> Vec<Vec<u32>> {
+    hier_tree_on(model, &Hierarchy::new(model.topology(), root))
+}
+
+/// [`hier_tree`] on a hierarchy already built for the root.
+pub fn hier_tree_on(model: &CostModel, h: &Hierarchy) -> Vec<Vec<u32>> {
     let topo = model.topology();
-    let h = Hierarchy::new(topo, root);
     let mut children = vec![Vec::new(); topo.num_ranks()];
     for g in h.top_down() {
         let grp = &h.groups[g];

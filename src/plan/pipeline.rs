@@ -33,7 +33,7 @@ use crate::topology::Topology;
 pub type Tree = Vec<Vec<u32>>;
 
 /// Smallest segment the planners use (below this, per-message costs dominate real networks).
-pub const MIN_SEGMENT_BYTES: u64 = 8 * 1024;
+pub const MIN_SEGMENT_BYTES: u64 = 4 * 1024;
 /// Most segments per message (keeps plans and their simulation small).
 pub const MAX_SEGMENTS: u32 = 512;
 /// Per-message overhead assumed when choosing the segment count (seconds): what an MPI library
@@ -206,8 +206,12 @@ pub enum HostScheme {
 /// over the network: a shared-memory transfer wants the whole rank link, and a rank that also
 /// streams to the network would starve one or the other.
 pub fn host_two_trees(topo: &Topology, root: u32, host: HostScheme) -> [Tree; 2] {
+    host_two_trees_on(topo, root, &Hierarchy::new(topo, root), host)
+}
+
+/// [`host_two_trees`] on a hierarchy already built for the root.
+pub fn host_two_trees_on(topo: &Topology, root: u32, h: &Hierarchy, host: HostScheme) -> [Tree; 2] {
     let n = topo.num_ranks();
-    let h = Hierarchy::new(topo, root);
     let pos = dfs_positions(topo, root);
     let mut a: Tree = vec![Vec::new(); n];
     let mut b: Tree = vec![Vec::new(); n];
@@ -274,12 +278,14 @@ fn dfs_positions(topo: &Topology, root: u32) -> Vec<usize> {
 
 /// Analytic time of a multi-tree pipelined plan, for ranking candidates at scales where
 /// replaying or simulating every one is too slow: `fill + (S / K - 1) x period`, where `fill`
-/// is the latest arrival of a first segment (per hop: latency + segment time, a rank's i-th
-/// child waiting for the i earlier ones) and `period` the busiest link's time to carry one
-/// segment of every tree (the volume every tree edge puts on every link of its path, divided
-/// by the link's bandwidth; one shared capacity for half-duplex links). Contention beyond that
-/// steady state is ignored; the chooser confirms the best candidates with a replay or the
-/// simulator.
+/// is the latest arrival of a first segment (per hop: latency + segment time +
+/// [`MESSAGE_OVERHEAD_S`], a rank's i-th child waiting for the i earlier ones) and `period`
+/// the longer of the busiest link's time to carry one segment of every tree (the volume every
+/// tree edge puts on every link of its path, divided by the link's bandwidth; one shared
+/// capacity for half-duplex links) and the busiest sender's per-message overheads. Contention
+/// beyond that steady state is ignored; the chooser confirms the best candidates with the
+/// simulator. The overhead term is what makes the estimate prefer fewer, larger segments
+/// where the flow models (which charge none) would not.
 pub fn estimate(topo: &Topology, root: u32, trees: &[Tree], nsegs: u32, bytes: u64) -> f64 {
     let k = trees.len().max(1) as u32;
     let nsegs = nsegs.max(k);
@@ -305,11 +311,19 @@ pub fn estimate(topo: &Topology, root: u32, trees: &[Tree], nsegs: u32, bytes: u
                     bw = bw.min(dir.bandwidth_bps);
                     load[model.resource(d.link, d.forward) as usize] += time(dir.bandwidth_bps);
                 }
-                stack.push((c, at + lat + (i + 1) as f64 * time(bw)));
+                stack.push((c, at + lat + (i + 1) as f64 * (time(bw) + MESSAGE_OVERHEAD_S)));
             }
         }
     }
-    let period = load.iter().copied().fold(0.0, f64::max);
+    let busiest_sender = (0..topo.num_ranks())
+        .map(|r| trees.iter().map(|t| t[r].len()).sum::<usize>())
+        .max()
+        .unwrap_or(0) as f64;
+    let period = load
+        .iter()
+        .copied()
+        .fold(0.0, f64::max)
+        .max(busiest_sender * MESSAGE_OVERHEAD_S);
     fill + (nsegs / k - 1) as f64 * period
 }
 
@@ -451,7 +465,9 @@ mod tests {
         }
         let t = b.build().unwrap();
         let chain = crate::plan::trees::chain(3, &[0, 1, 2]);
-        assert!((estimate(&t, 0, &[chain], 4, 4) - 9.0).abs() < 1e-9);
+        // Plus the per-message overhead on each of the 2 hops of the fill.
+        let e = estimate(&t, 0, &[chain], 4, 4);
+        assert!((e - (9.0 + 2.0 * MESSAGE_OVERHEAD_S)).abs() < 1e-9, "{e}");
     }
 
     #[test]
@@ -459,6 +475,7 @@ mod tests {
         // Deep pipeline, big message: many segments, capped; tiny message: one segment.
         assert_eq!(segment_count(4 << 20, 100, 1.25e9, 1), 512);
         assert_eq!(segment_count(4 << 10, 100, 1.25e9, 1), 1);
+        assert_eq!(segment_count(16 << 10, 100, 1.25e9, 1), 4);
         let s = segment_count(1 << 20, 4, 1.25e9, 2);
         assert!(s.is_multiple_of(2) && (2..=128).contains(&s), "{s}");
     }

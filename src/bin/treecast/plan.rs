@@ -13,6 +13,7 @@ use treecast::plan::relay::relay_routes;
 use treecast::plan::render::gantt_svg;
 use treecast::plan::{plan_detailed, range_bounds, Algorithm, PlanOptions, Planned};
 use treecast::topology::{load_file, Topology};
+use treecast::util::bytes::parse_size;
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -22,7 +23,7 @@ pub struct Args {
     /// Broadcast root rank.
     #[arg(long, default_value_t = 0)]
     root: u32,
-    /// Message size in bytes (suffixes KiB, MiB, GiB, KB, MB, GB accepted).
+    /// Message size: bytes, or with a suffix (64KiB, 4MiB; every suffix is a power of 1024).
     #[arg(long)]
     bytes: String,
     /// auto, optimal, greedy, hier, chain, two-tree, hier-pipeline, k-chains[:K], binomial.
@@ -46,26 +47,6 @@ pub struct Args {
     output: Option<PathBuf>,
 }
 
-/// `123`, `64KiB`, `4MiB`, `1GB` -> bytes.
-fn parse_bytes(s: &str) -> Result<u64, String> {
-    let s = s.trim();
-    let split = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
-    let (num, unit) = s.split_at(split);
-    let v: u64 = num.parse().map_err(|_| format!("--bytes: '{s}' is not a size"))?;
-    let mult: u64 = match unit.trim() {
-        "" | "B" => 1,
-        "KiB" | "K" => 1 << 10,
-        "MiB" | "M" => 1 << 20,
-        "GiB" | "G" => 1 << 30,
-        "KB" => 1_000,
-        "MB" => 1_000_000,
-        "GB" => 1_000_000_000,
-        u => return Err(format!("--bytes: unknown unit '{u}' (use KiB, MiB, GiB, KB, MB or GB)")),
-    };
-    v.checked_mul(mult)
-        .ok_or_else(|| format!("--bytes: '{s}' is too large"))
-}
-
 pub fn run(args: Args) -> Result<(), CliError> {
     let topo = load_file(&args.topology)?;
     let n = topo.num_ranks();
@@ -83,7 +64,7 @@ pub fn run(args: Args) -> Result<(), CliError> {
             args.topology.display()
         )));
     }
-    let bytes = parse_bytes(&args.bytes).map_err(CliError::Input)?;
+    let bytes = parse_size(&args.bytes).map_err(|e| CliError::Input(format!("--bytes: {e}")))?;
     let algorithm: Algorithm = args
         .algorithm
         .parse()
@@ -271,19 +252,4 @@ fn text_report(topo: &Topology, p: &Planned, bytes: u64) -> String {
         );
     }
     s
-}
-
-#[cfg(test)]
-mod tests {
-    use super::parse_bytes;
-
-    #[test]
-    fn sizes() {
-        assert_eq!(parse_bytes("123"), Ok(123));
-        assert_eq!(parse_bytes("64KiB"), Ok(65536));
-        assert_eq!(parse_bytes("4MiB"), Ok(4 << 20));
-        assert_eq!(parse_bytes("1GB"), Ok(1_000_000_000));
-        assert!(parse_bytes("4XB").unwrap_err().contains("unknown unit"));
-        assert!(parse_bytes("lots").unwrap_err().contains("not a size"));
-    }
 }
