@@ -162,6 +162,20 @@ pub fn solve(topo: &Topology, root: u32, bytes: u64, opts: &OptimalOptions) -> R
     })
 }
 
+/// [`solve`] as a tree plan (each rank receives once, then sends in start-time order) with
+/// [`PlanInfo`](super::PlanInfo) filled in: `predicted_time_s` is the schedule's time under the
+/// seed-004 model, `lower_bound_s` the proven bound (equal to it when proven).
+pub fn optimal_plan(topo: &Topology, root: u32, bytes: u64, opts: &OptimalOptions) -> Result<super::Plan, String> {
+    let r = solve(topo, root, bytes, opts)?;
+    let mut p = super::cost::timeline_to_plan(topo.num_ranks() as u32, &r.timeline, "optimal");
+    p.info.planned_bytes = bytes;
+    p.info.proven_optimal = r.proven;
+    p.info.nodes_explored = r.nodes_explored;
+    p.info.search_time_s = r.search_time_s;
+    p.info.lower_bound_s = Some(r.lower_bound_s);
+    Ok(p)
+}
+
 /// Improvements smaller than this fraction of the incumbent are float noise, not better.
 fn tol(best: f64) -> f64 {
     if best.is_finite() {
@@ -831,6 +845,17 @@ mod tests {
         assert_eq!(a.nodes_explored, b.nodes_explored);
         let plan = super::super::cost::timeline_to_plan(8, &a.timeline, "optimal");
         plan.validate().unwrap();
+    }
+
+    #[test]
+    fn optimal_plan_info() {
+        let t = Star::paper_dual_cpu(4).build().unwrap();
+        let p = optimal_plan(&t, 3, 1 << 20, &OptimalOptions::default()).unwrap();
+        p.validate().unwrap();
+        assert!(p.info.proven_optimal);
+        assert_eq!(p.info.lower_bound_s, p.info.predicted_time_s);
+        assert_eq!(p.num_messages(), 7);
+        assert_eq!(p.tree_parents().unwrap()[3], u32::MAX);
     }
 
     #[test]

@@ -31,7 +31,7 @@ pub struct Args {
     algorithm: String,
     /// Time limit of the optimal search, seconds (the best schedule found so far is returned,
     /// reported as not proven).
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true)]
     time_limit: Option<f64>,
     /// Node limit of the optimal search (a reproducible budget).
     #[arg(long)]
