@@ -298,10 +298,10 @@ pub fn greedy_subset(model: &CostModel, ranks: &[u32], root: u32, opts: &GreedyO
     Greedy::new(model, ranks, opts).run(root)
 }
 
-/// The better of the plain greedy variants (completion- and start-ordered): the incumbent the
-/// optimal search starts from (its own first, bound-guided dive usually improves on it).
+/// The plain greedy (earliest completion first): the incumbent the optimal search starts from
+/// (its own first, bound-guided dives usually improve on it, so a cheap one is best).
 pub fn best_heuristic_timeline(model: &CostModel, root: u32) -> Timeline {
-    best_of(model, root, 0)
+    greedy_timeline(model, root, &GreedyOptions::default())
 }
 
 /// The best of the greedy variants, adding a `lookahead`-wide pilot variant when > 1.

@@ -105,10 +105,9 @@ pub fn solve(topo: &Topology, root: u32, bytes: u64, opts: &OptimalOptions) -> R
     let model = CostModel::new(topo, bytes);
     let mut s = Search::new(&model, root, opts.clone(), start);
     let lb0 = s.root_bound();
-    // The heuristic incumbent is computed only when the first iteration (schedules as fast as
-    // the root bound) fails, or when the search ends without any schedule.
+    // The heuristic incumbent (the better of the two plain greedy schedules) before the search:
+    // when it meets the root bound the search is over before it starts.
     let mut heuristic_s = f64::INFINITY;
-    let mut heuristic_done = false;
     let add_heuristic = |s: &mut Search| {
         let h = greedy::best_heuristic_timeline(&model, root);
         if h.makespan < s.best - tol(s.best) || s.best_seq.is_empty() && n > 1 {
@@ -121,6 +120,9 @@ pub fn solve(topo: &Topology, root: u32, bytes: u64, opts: &OptimalOptions) -> R
     // bound (a tiny tree when the bound is tight), then raise the target to the smallest value
     // that was cut off, at least a quarter of the way to the incumbent each time; the last
     // iteration is a plain branch and bound against the incumbent.
+    if opts.heuristic_start && n > 1 {
+        heuristic_s = add_heuristic(&mut s);
+    }
     let mut target = lb0;
     while n > 1 && lb0 < s.best - tol(s.best) {
         s.target = if target >= s.best - tol(s.best) {
@@ -133,10 +135,6 @@ pub fn solve(topo: &Topology, root: u32, bytes: u64, opts: &OptimalOptions) -> R
         s.dfs();
         if s.aborted || s.target.is_infinite() || s.best <= s.target {
             break;
-        }
-        if opts.heuristic_start && !heuristic_done {
-            heuristic_s = add_heuristic(&mut s);
-            heuristic_done = true;
         }
         let step = if s.best.is_finite() {
             (s.best - target) / 4.0
