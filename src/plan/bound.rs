@@ -3,14 +3,18 @@
 //! Seed 004 bounds a state by the optimal broadcast time of each data-less subtree with its cut
 //! point as root. Under this model that is not a valid bound as stated: a transfer entering the
 //! subtree from outside may run at a lower rate than the same transfer started at the cut
-//! point, so its reservations differ and the subtree's optimum does not bound the real schedule.
-//! Every bound here is instead derived from facts that hold for any schedule (the exhaustive
-//! property test in `optimal` checks them against brute force):
+//! point, so it reserves less inside, other transfers fit beside it, and the real schedule can
+//! beat the subtree's own optimum. We keep the paper's idea — a data-less subtree costs its entry
+//! time plus its own broadcast time from the cut point — in a form that holds for any schedule:
+//! the *cluster* and *split* bounds below time the subtree's own broadcast with a relaxation
+//! (the doubling process) instead of its exact optimum, and charge the entry through the cut
+//! link's capacity. Every bound here is derived from facts that hold for any schedule (the
+//! exhaustive property test in `optimal` checks them against brute force):
 //!
 //! * **When a holder can send.** Every later transfer starts at or after the last start. A
 //!   holder's first link (its access link) and, for transfers leaving its unit, the unit's
 //!   uplink may still be reserved by earlier transfers; relaxing a transfer to the smallest
-//!   share and the shortest reservation any real one needs on such a link ([`Gate`]) gives the
+//!   share and the shortest reservation any real one needs on such a link (a `Gate`) gives the
 //!   earliest time any real one can fit there.
 //! * **Path bound.** A rank r without the data finishes no earlier than
 //!   `min over holders h of (a_h + latency(h, r) + D / bottleneck(h, r))`. Relaying through
@@ -30,6 +34,12 @@
 //!   last unit's second rank is served inside (+ local) or by a second transfer through its
 //!   downlink — when no two transfers fit on that downlink together, that one ends at least
 //!   D / W (minus the spread of latencies inside the unit) after the first.
+//! * **Split bound** (a data-less cluster behind an inter-switch link): its first transfer is
+//!   some j-th transfer emitted by the rest; take the least over j of the larger of the rest's
+//!   doubling bound with that emission lost (transfers back out of the cluster joining once it
+//!   has data) and the cluster's own doubling bound from that time (later entries limited by
+//!   the link). This couples the clusters: a slow link into a cluster delays whatever the rest
+//!   did instead.
 //! * **Cluster bound.** The same process for the units behind an inter-switch link: those
 //!   without data are reached only from units behind the link that have it, or from outside
 //!   through the link, which acts as one emitter limited by its capacity (one transfer per D / W
