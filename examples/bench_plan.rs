@@ -9,11 +9,18 @@
 //! `plan_broadcast` chooses (algorithm `auto`) and the time it took to choose, its simulated
 //! time, the lower bound max over receivers r of (latency(root, r) + bytes / bottleneck(root,
 //! r)) and the ratio, then every baseline of `sim::baselines` simulated in the same run, as the
-//! ratio baseline time / our time. `--quick` runs only the 256-rank cases.
+//! ratio baseline time / our time. Then the unsegmented heuristics at scale (hierarchical,
+//! greedy, binomial in depth-first order; rank-order binomial for reference) against the
+//! seed-004 lower bound for unsegmented schedules.
+//! `--quick` runs only the 256-rank cases.
 
 use std::time::Instant;
 use treecast::plan::bound::pipelined_lower_bound;
-use treecast::plan::{plan_detailed, PlanOptions};
+use treecast::plan::cost::CostModel;
+use treecast::plan::greedy::{greedy_timeline, GreedyOptions};
+use treecast::plan::hier::{dfs_binomial, hier_tree, unsegmented_lower_bound};
+use treecast::plan::replay::replay;
+use treecast::plan::{plan_detailed, trees, Plan, PlanOptions};
 use treecast::sim::baselines::Baseline;
 use treecast::sim::{simulate_plan, SimOptions};
 use treecast::topology::gen::Tree;
@@ -36,7 +43,7 @@ fn place(topo: &Topology, map: &[u32]) -> Topology {
     b.build().expect("a relabelled tree is valid")
 }
 
-fn sim(topo: &Topology, plan: &treecast::plan::Plan, bytes: u64) -> f64 {
+fn sim(topo: &Topology, plan: &Plan, bytes: u64) -> f64 {
     let o = SimOptions {
         trusted_plan: true,
         ..SimOptions::default()
@@ -57,6 +64,7 @@ fn main() {
         .collect();
     let mut summary = Vec::new();
     let mut ratio_rows = Vec::new();
+    let mut heuristic_rows = Vec::new();
     for &(switches, hosts, per) in &shapes {
         let base = Tree {
             ranks_per_host: per,
@@ -66,6 +74,41 @@ fn main() {
         .expect("generator");
         let n = base.num_ranks();
         let nhosts = switches * hosts;
+        // Unsegmented heuristics against the seed-004 bound (block placement, 64 KiB).
+        let bytes = 64u64 << 10;
+        let model = CostModel::new(&base, bytes);
+        let lb = unsegmented_lower_bound(&model, 0);
+        let mut heur: Vec<(&str, Plan, f64)> = Vec::new();
+        let t0 = Instant::now();
+        let h = hier_tree(&model, 0);
+        heur.push(("hier", Plan::from_tree(0, &h, 1, "hier"), t0.elapsed().as_secs_f64()));
+        let t0 = Instant::now();
+        let g = greedy_timeline(&model, 0, &GreedyOptions::default());
+        let gp = treecast::plan::cost::timeline_to_plan(n as u32, &g, "greedy");
+        heur.push(("greedy", gp, t0.elapsed().as_secs_f64()));
+        let t0 = Instant::now();
+        let d = dfs_binomial(&base, 0);
+        heur.push((
+            "dfs-binom",
+            Plan::from_tree(0, &d, 1, "dfs-binomial"),
+            t0.elapsed().as_secs_f64(),
+        ));
+        heur.push((
+            "binomial",
+            Plan::from_tree(0, &trees::binomial(n as u32, 0), 1, "binomial"),
+            0.0,
+        ));
+        for (name, p, secs) in heur {
+            let model_t = replay(&model, &p, bytes).expect("replays").makespan;
+            heuristic_rows.push(format!(
+                "{n:>5} {name:<9} {:>10.3} {:>10.3} {:>10.3} {:>8.2}x {:>9.3}",
+                model_t * 1e3,
+                sim(&base, &p, bytes) * 1e3,
+                lb * 1e3,
+                model_t / lb,
+                secs
+            ));
+        }
         for placement in ["block", "round-robin"] {
             let map: Vec<u32> = (0..n as u32)
                 .map(|r| {
@@ -159,5 +202,15 @@ fn main() {
             }
             println!();
         }
+    }
+    println!();
+    println!("Unsegmented heuristics, 64 KiB, block placement: cost-model (seed 004) and simulated times");
+    println!("against the seed-004 lower bound for unsegmented schedules (ms)");
+    println!(
+        "{:>5} {:<9} {:>10} {:>10} {:>10} {:>9} {:>9}",
+        "ranks", "planner", "model", "simulated", "bound", "gap", "plan s"
+    );
+    for r in &heuristic_rows {
+        println!("{r}");
     }
 }

@@ -6,8 +6,8 @@
 //!
 //! Candidates:
 //! * unsegmented trees: the proven-optimal seed-004 schedule for small communicators (a
-//!   deterministic node budget), the greedy schedule, the hierarchical relay tree, and the
-//!   topology-agnostic binomial tree as a safety net;
+//!   deterministic node budget), the greedy schedule, the hierarchical relay tree, the binomial
+//!   tree over the depth-first order, and the rank-order binomial tree as a safety net;
 //! * for messages of at least two minimum segments, segmented plans: the depth-first chain, the
 //!   two-tree over hosts (chain or two-tree inside hosts), the pipelined hierarchical tree and
 //!   k chains, each at a few segment counts around [`segment_count`]'s choice.
@@ -31,7 +31,7 @@
 
 use super::cost::{timeline_to_plan, CostModel};
 use super::greedy::{greedy_timeline, GreedyOptions};
-use super::hier::hier_tree_on;
+use super::hier::{dfs_binomial, hier_tree_on};
 use super::optimal::{solve, OptimalOptions};
 use super::pipeline::{
     access_bandwidth, depth, dfs_chain, estimate, host_two_trees_on, k_chains, plan_from_trees, segment_count,
@@ -67,6 +67,8 @@ pub enum Algorithm {
     Greedy,
     /// Hierarchical relay tree, unsegmented.
     Hier,
+    /// Binomial tree over the depth-first order of the topology, unsegmented.
+    DfsBinomial,
     /// Depth-first pipelined chain (seed 002).
     Chain,
     /// Two-tree over hosts, pipelined.
@@ -85,6 +87,7 @@ impl Algorithm {
         "optimal",
         "greedy",
         "hier",
+        "dfs-binomial",
         "chain",
         "two-tree",
         "hier-pipeline",
@@ -114,6 +117,7 @@ impl FromStr for Algorithm {
             "optimal" => Algorithm::Optimal,
             "greedy" => Algorithm::Greedy,
             "hier" => Algorithm::Hier,
+            "dfs-binomial" => Algorithm::DfsBinomial,
             "chain" => Algorithm::Chain,
             "two-tree" => Algorithm::TwoTree,
             "hier-pipeline" => Algorithm::HierPipeline,
@@ -135,6 +139,7 @@ impl fmt::Display for Algorithm {
             Algorithm::Optimal => f.write_str("optimal"),
             Algorithm::Greedy => f.write_str("greedy"),
             Algorithm::Hier => f.write_str("hier"),
+            Algorithm::DfsBinomial => f.write_str("dfs-binomial"),
             Algorithm::Chain => f.write_str("chain"),
             Algorithm::TwoTree => f.write_str("two-tree"),
             Algorithm::HierPipeline => f.write_str("hier-pipeline"),
@@ -309,6 +314,9 @@ pub fn plan_detailed(topo: &Topology, root: u32, bytes: u64, opts: &PlanOptions)
     let mut hier_of = || hier.get_or_insert_with(|| hier_tree_on(&model, &hierarchy)).clone();
     if algo == Algorithm::Hier || auto {
         cands.push(unsegmented("hier", hier_of()));
+    }
+    if algo == Algorithm::DfsBinomial || auto {
+        cands.push(unsegmented("dfs-binomial", dfs_binomial(topo, root)));
     }
     if algo == Algorithm::Binomial || auto {
         cands.push(unsegmented("binomial", trees::binomial(n as u32, root)));
@@ -501,6 +509,7 @@ mod tests {
             "optimal",
             "greedy",
             "hier",
+            "dfs-binomial",
             "chain",
             "two-tree",
             "hier-pipeline",

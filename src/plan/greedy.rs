@@ -7,8 +7,8 @@
 //!   [`super::bound`]) whose access links have equal parameters are interchangeable — nothing
 //!   has touched their links yet — so one representative (the lowest rank) per group is tried;
 //! * senders: every holder while there are at most [`ALL_SENDERS_UP_TO`] ranks, else the
-//!   [`SENDER_POOL`] holders able to start earliest plus the earliest holders inside the
-//!   receiver's own unit.
+//!   [`SENDER_POOL`] holders able to start earliest (ready, and their own link free of their
+//!   previous sends) plus the earliest holders inside the receiver's own unit.
 //!
 //! Look-ahead (the pilot method): the best `lookahead` candidates of a step are each completed
 //! greedily, and the step commits the one whose completed schedule finishes first.
@@ -121,6 +121,8 @@ struct Greedy<'m, 't> {
 struct State {
     pl: Placement,
     holders: Vec<u32>,
+    /// Per local rank: when its last send leaves its own link (a hint for the sender pool).
+    free_at: Vec<f64>,
     /// Per receiver group: index of its next rank without data.
     next: Vec<usize>,
     informed: usize,
@@ -171,7 +173,7 @@ impl<'m, 't> Greedy<'m, 't> {
     fn candidates(&self, st: &State) -> Vec<Candidate> {
         let pl = &st.pl;
         let many = self.ranks.len() > ALL_SENDERS_UP_TO;
-        let avail = |h: u32| pl.ready[h as usize].max(pl.last_start);
+        let avail = |h: u32| pl.ready[h as usize].max(pl.last_start).max(st.free_at[h as usize]);
         let pool: Vec<u32> = if !many {
             st.holders.clone()
         } else {
@@ -223,6 +225,10 @@ impl<'m, 't> Greedy<'m, 't> {
     fn commit(&self, st: &mut State, c: Candidate) -> super::cost::Transfer {
         let route = self.route(c.s, c.r);
         let t = st.pl.commit(&route, c.s, c.r, c.start);
+        if let Some(h) = route.hops.first() {
+            let f = &mut st.free_at[c.s as usize];
+            *f = f.max(c.start + h.offset + route.dur);
+        }
         st.holders.push(c.r);
         st.informed += 1;
         let g = self.g.group_of[c.r as usize] as usize;
@@ -248,6 +254,7 @@ impl<'m, 't> Greedy<'m, 't> {
         let mut st = State {
             pl: Placement::sized(self.nres, m, lroot),
             holders: vec![lroot],
+            free_at: vec![0.0; m],
             next: vec![0; self.g.members.len()],
             informed: 1,
         };
@@ -296,6 +303,54 @@ pub fn greedy_timeline(model: &CostModel, root: u32, opts: &GreedyOptions) -> Ti
 /// neither send nor receive, but their links are modelled as usual.
 pub fn greedy_subset(model: &CostModel, ranks: &[u32], root: u32, opts: &GreedyOptions) -> Timeline {
     Greedy::new(model, ranks, opts).run(root)
+}
+
+/// Receivers served in the given order, each by the holder that completes it earliest (list
+/// scheduling): for groups whose members carry unequal work downstream, the heaviest first.
+/// A holder `s` may serve receiver `r` only if `may_send(s, r)` (the root always may).
+pub fn greedy_ordered(model: &CostModel, root: u32, order: &[u32], may_send: impl Fn(u32, u32) -> bool) -> Timeline {
+    let mut ranks = order.to_vec();
+    ranks.push(root);
+    let g = Greedy::new(model, &ranks, &GreedyOptions::default());
+    let local = |r: u32| g.ranks.binary_search(&r).expect("a participant") as u32;
+    let lroot = local(root);
+    let mut st = State {
+        pl: Placement::sized(g.nres, g.ranks.len(), lroot),
+        holders: vec![lroot],
+        free_at: vec![0.0; g.ranks.len()],
+        next: vec![0; g.g.members.len()],
+        informed: 1,
+    };
+    let mut transfers = Vec::with_capacity(order.len());
+    for &r in order {
+        let lr = local(r);
+        let best = st
+            .holders
+            .iter()
+            .filter(|&&s| s == lroot || may_send(g.ranks[s as usize], r))
+            .map(|&s| {
+                let route = g.route(s, lr);
+                let start = st.pl.start_time(&route, s);
+                Candidate {
+                    s,
+                    r: lr,
+                    start,
+                    end: start + route.time(),
+                    lb: 0.0,
+                }
+            })
+            .min_by(Candidate::order)
+            .expect("the root holds the data");
+        let mut t = g.commit(&mut st, best);
+        t.src = g.ranks[t.src as usize];
+        t.dst = g.ranks[t.dst as usize];
+        transfers.push(t);
+    }
+    Timeline {
+        root,
+        transfers,
+        makespan: st.pl.makespan,
+    }
 }
 
 /// The plain greedy (earliest completion first): the incumbent the optimal search starts from
@@ -363,6 +418,21 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn ordered_serves_in_order() {
+        let t = Star::paper_star(6).build().unwrap();
+        let m = CostModel::new(&t, 1 << 20);
+        let tl = greedy_ordered(&m, 2, &[5, 0, 4, 1, 3], |_, _| true);
+        let dsts: Vec<u32> = tl.transfers.iter().map(|x| x.dst).collect();
+        assert_eq!(dsts, vec![5, 0, 4, 1, 3]);
+        // Doubling: 2 -> 5, then 2 and 5 serve 0 and 4, then 1 and 3.
+        assert_eq!(tl.transfers[1].src, 2);
+        assert_eq!(tl.transfers[2].src, 5);
+        // With 5 barred from forwarding, the root serves 0 too.
+        let tl = greedy_ordered(&m, 2, &[5, 0, 4], |s, _| s != 5);
+        assert!(tl.transfers.iter().all(|x| x.src != 5));
     }
 
     #[test]

@@ -3,10 +3,11 @@
 //! The broadcast is planned on the relay hierarchy of [`super::relay`]: at every switch group,
 //! its relay broadcasts to the relays of its child groups (the switches below it and the hosts
 //! attached to it); inside every host group, the host's relay broadcasts to its ranks. Each of
-//! these small broadcasts is planned with the seed-004 greedy (earliest completion first, a
-//! little look-ahead) on the full topology's links, so it sees the real bandwidths and
-//! latencies, and only a group's relay ever receives from outside the group: every uplink is
-//! crossed once. A rank's sends are ordered by level, outermost first (its outer subtrees are
+//! these small broadcasts is planned under the seed-004 cost model on the full topology's
+//! links, so it sees the real bandwidths and latencies: at a switch, the child relays are served
+//! largest group first (they have the most left to do), each by whichever holder delivers
+//! earliest; inside a host, the greedy with a little look-ahead. Only a group's relay ever
+//! receives from outside the group: every uplink is crossed once. A rank's sends are ordered by level, outermost first (its outer subtrees are
 //! the larger ones), then in its group schedule's order.
 //!
 //! Planning cost: one greedy per group, cubic in the group's size (the number of child groups
@@ -14,7 +15,7 @@
 
 use super::bound::{BoundScratch, Bounds};
 use super::cost::CostModel;
-use super::greedy::{greedy_subset, GreedyOptions};
+use super::greedy::{greedy_ordered, greedy_subset, GreedyOptions};
 use super::relay::{GroupKind, Hierarchy};
 use crate::topology::Topology;
 
@@ -34,10 +35,36 @@ pub fn hier_tree_on(model: &CostModel, h: &Hierarchy) -> Vec<Vec<u32>> {
     let mut children = vec![Vec::new(); topo.num_ranks()];
     for g in h.top_down() {
         let grp = &h.groups[g];
-        let members: Vec<u32> = match grp.kind {
-            GroupKind::Switch => grp.children.iter().map(|&c| h.groups[c].relay).collect(),
-            GroupKind::Host => grp.ranks.clone(),
-        };
+        if grp.kind == GroupKind::Switch {
+            // Child relays carry unequal work below them: serve the largest groups first
+            // (ties by rank), each from the holder that delivers earliest; relays of switch
+            // groups forward at this level only to other switch relays (doubling among the
+            // switches), not to hosts (their own, larger group is waiting for them).
+            let switch_relays: Vec<u32> = grp
+                .children
+                .iter()
+                .filter(|&&c| h.groups[c].kind == GroupKind::Switch)
+                .map(|&c| h.groups[c].relay)
+                .collect();
+            let mut kids: Vec<(usize, u32)> = grp
+                .children
+                .iter()
+                .map(|&c| (h.groups[c].size, h.groups[c].relay))
+                .filter(|&(_, r)| r != grp.relay)
+                .collect();
+            kids.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
+            let order: Vec<u32> = kids.into_iter().map(|x| x.1).collect();
+            if !order.is_empty() {
+                let tl = greedy_ordered(model, grp.relay, &order, |s, r| {
+                    !switch_relays.contains(&s) || switch_relays.contains(&r)
+                });
+                for t in &tl.transfers {
+                    children[t.src as usize].push(t.dst);
+                }
+            }
+            continue;
+        }
+        let members = grp.ranks.clone();
         if members.len() < 2 {
             continue;
         }
@@ -53,6 +80,21 @@ pub fn hier_tree_on(model: &CostModel, h: &Hierarchy) -> Vec<Vec<u32>> {
         for t in &tl.transfers {
             children[t.src as usize].push(t.dst);
         }
+    }
+    children
+}
+
+/// Binomial tree over the ranks in depth-first order from the root: the root sends to the
+/// middle of the order, then the quarters, ...; every block of the order is a run of whole
+/// hosts and switches, so each is entered by few transfers, and the tree keeps the binomial's
+/// log2(n) rounds (the relay hierarchy pays a rounding-up of log2 at every level instead).
+pub fn dfs_binomial(topo: &Topology, root: u32) -> Vec<Vec<u32>> {
+    let order = super::relay::dfs_order(topo, root);
+    let n = order.len() as u32;
+    let by_pos = super::trees::binomial(n, 0);
+    let mut children = vec![Vec::new(); n as usize];
+    for (p, kids) in by_pos.iter().enumerate() {
+        children[order[p] as usize] = kids.iter().map(|&k| order[k as usize]).collect();
     }
     children
 }
@@ -103,6 +145,24 @@ mod tests {
                 let expect = usize::from(!inside.contains(&root));
                 assert_eq!(entering, expect, "group {:?} {:?}", g.kind, t.vertex(g.vertex).name);
             }
+        }
+    }
+
+    #[test]
+    fn dfs_binomial_spans_and_follows_the_tree() {
+        let t = Tree {
+            ranks_per_host: 4,
+            ..Tree::oversubscribed(4, 4, 4.0)
+        }
+        .build()
+        .unwrap();
+        for root in [0, 9, 63] {
+            let ch = dfs_binomial(&t, root);
+            assert!(trees::spans(&ch, root));
+            // Block 32 of the DFS order is the other half of the switches: the root's first
+            // child, entered once.
+            let order = crate::plan::relay::dfs_order(&t, root);
+            assert_eq!(ch[root as usize][0], order[32]);
         }
     }
 

@@ -26,7 +26,8 @@ pub struct Args {
     /// Message size: bytes, or with a suffix (64KiB, 4MiB; every suffix is a power of 1024).
     #[arg(long)]
     bytes: String,
-    /// auto, optimal, greedy, hier, chain, two-tree, hier-pipeline, k-chains[:K], binomial.
+    /// auto, optimal, greedy, hier, dfs-binomial, chain, two-tree, hier-pipeline, k-chains[:K],
+    /// binomial.
     #[arg(long, default_value = "auto")]
     algorithm: String,
     /// Time limit of the optimal search, seconds (the best schedule found so far is returned,
