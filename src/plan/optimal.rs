@@ -47,7 +47,8 @@ pub struct OptimalOptions {
     pub symmetry: bool,
     /// Memoisation of explored states up to isomorphism.
     pub memo: bool,
-    /// Maximum number of memoised states (16 bytes each plus table overhead).
+    /// Maximum number of memoised states (24 bytes each plus table overhead: the default is
+    /// about 40 MB at most).
     pub memo_capacity: usize,
     /// Lower bounds beyond the makespan so far.
     pub bounds: bool,
@@ -62,7 +63,7 @@ impl Default for OptimalOptions {
             node_limit: None,
             symmetry: true,
             memo: true,
-            memo_capacity: 1 << 22,
+            memo_capacity: 1 << 20,
             bounds: true,
             heuristic_start: true,
         }

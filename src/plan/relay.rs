@@ -303,7 +303,8 @@ pub struct RelayRoute {
     pub switches: usize,
 }
 
-/// For every receiver of `plan`: where its data came from (the first segment's sender chain).
+/// For every receiver of `plan`: where its data came from — the chain of senders of its first
+/// segment (in multi-tree plans other segments may travel other trees).
 pub fn relay_routes(topo: &Topology, plan: &Plan) -> Vec<RelayRoute> {
     let n = plan.nranks as usize;
     // First sender of segment 0 per rank.
