@@ -208,6 +208,9 @@ pub struct Planned {
     pub planning_time_s: f64,
     /// The exact search, when it ran: (proven, nodes explored, search time in seconds).
     pub search: Option<(bool, u64, f64)>,
+    /// For a seed-004 schedule (optimal, greedy): its time under that model, which assumes each
+    /// transfer waits for room; the prediction above runs the plan with non-blocking sends.
+    pub model_time_s: Option<f64>,
 }
 
 /// The plan for a broadcast of `bytes` from `root` on `topo` (rank leaves 0..n-1 are the
@@ -221,6 +224,8 @@ struct Candidate {
     body: Body,
     /// Analytic estimate (segmented candidates), to rank variants.
     estimate: Option<f64>,
+    /// The schedule's own time under the seed-004 model (optimal and greedy schedules).
+    model_time: Option<f64>,
 }
 
 /// A candidate's plan, or the trees and segment count to build it from (built only when it is
@@ -275,6 +280,7 @@ pub fn plan_detailed(topo: &Topology, root: u32, bytes: u64, opts: &PlanOptions)
             predicted_by: "none",
             planning_time_s: start.elapsed().as_secs_f64(),
             search: None,
+            model_time_s: None,
         });
     }
     let mut cands: Vec<Candidate> = Vec::new();
@@ -285,6 +291,7 @@ pub fn plan_detailed(topo: &Topology, root: u32, bytes: u64, opts: &PlanOptions)
         name: name.to_string(),
         body: Body::Plan(Plan::from_tree(root, &children, 1, name)),
         estimate: None,
+        model_time: None,
     };
     if algo == Algorithm::Optimal || auto && n <= AUTO_OPTIMAL_MAX_RANKS {
         let o = OptimalOptions {
@@ -298,6 +305,7 @@ pub fn plan_detailed(topo: &Topology, root: u32, bytes: u64, opts: &PlanOptions)
             name: "optimal".into(),
             body: Body::Plan(timeline_to_plan(n as u32, &r.timeline, "optimal")),
             estimate: None,
+            model_time: Some(r.timeline.makespan),
         });
     }
     if algo == Algorithm::Greedy || auto && n <= AUTO_GREEDY_MAX_RANKS {
@@ -306,6 +314,7 @@ pub fn plan_detailed(topo: &Topology, root: u32, bytes: u64, opts: &PlanOptions)
             name: "greedy".into(),
             body: Body::Plan(timeline_to_plan(n as u32, &tl, "greedy")),
             estimate: None,
+            model_time: Some(tl.makespan),
         });
     }
     // The relay hierarchy and the hierarchical tree are shared by several candidates.
@@ -382,6 +391,7 @@ pub fn plan_detailed(topo: &Topology, root: u32, bytes: u64, opts: &PlanOptions)
             name: format!("{name}:segs={s}"),
             body: Body::Trees(trees_.clone(), s),
             estimate: Some(e),
+            model_time: None,
         });
     }
     if cands.is_empty() {
@@ -445,6 +455,7 @@ pub fn plan_detailed(topo: &Topology, root: u32, bytes: u64, opts: &PlanOptions)
         predicted_by: by,
         planning_time_s: start.elapsed().as_secs_f64(),
         search,
+        model_time_s: chosen.model_time,
     })
 }
 

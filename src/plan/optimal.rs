@@ -847,6 +847,36 @@ mod tests {
     }
 
     #[test]
+    fn paper_schedule_of_fig14_is_optimal_here_too() {
+        // Seed 004 prints its optimal schedule for the 12-CPU non-uniform cluster (Fig. 14).
+        // Under our model and topology::gen's parameters it is optimal as well: its time equals
+        // the proven optimum (the search finds an equivalent order on the GbE side).
+        let t = TwoClusters::paper_nonuniform(3).build().unwrap();
+        let m = CostModel::new(&t, 1 << 20);
+        let paper = [
+            (0, 6),
+            (0, 2),
+            (6, 8),
+            (6, 4),
+            (8, 10),
+            (8, 9),
+            (10, 11),
+            (8, 7),
+            (0, 1),
+            (2, 3),
+            (4, 5),
+        ];
+        let theirs = crate::plan::cost::evaluate(&m, 0, &paper).unwrap().makespan;
+        let ours = solve(&t, 0, 1 << 20, &OptimalOptions::default()).unwrap();
+        assert!(ours.proven);
+        assert!(
+            (theirs - ours.timeline.makespan).abs() < 1e-12,
+            "{theirs} vs {}",
+            ours.timeline.makespan
+        );
+    }
+
+    #[test]
     fn optimal_plan_info() {
         let t = Star::paper_dual_cpu(4).build().unwrap();
         let p = optimal_plan(&t, 3, 1 << 20, &OptimalOptions::default()).unwrap();

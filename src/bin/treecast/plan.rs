@@ -161,6 +161,7 @@ fn json_report(topo: &Topology, p: &Planned, bytes: u64) -> serde_json::Value {
         "messages": plan.num_messages(),
         "predicted_time_s": info.predicted_time_s,
         "predicted_by": p.predicted_by,
+        "model_time_s": p.model_time_s,
         "lower_bound_s": info.lower_bound_s,
         "proven_optimal": info.proven_optimal,
         "nodes_explored": info.nodes_explored,
@@ -208,6 +209,9 @@ fn text_report(topo: &Topology, p: &Planned, bytes: u64) -> String {
             secs,
             if info.proven_optimal { "; chosen" } else { "" }
         );
+    }
+    if let Some(m) = p.model_time_s {
+        let _ = writeln!(s, "time under the seed-004 model: {:.4} ms", ms(m));
     }
     let _ = writeln!(s, "planning time: {:.4} s", p.planning_time_s);
     let _ = writeln!(s, "\ncandidates:");
