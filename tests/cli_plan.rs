@@ -65,11 +65,14 @@ fn optimal_json_reports_the_search() {
 
 #[test]
 fn auto_text_and_svg() {
+    // A host-level tree (host leaves, no ranks): one rank per host.
     let topo = shipped("two-level-4to1-4x4.json");
-    // A host-level tree has no ranks: a clear input error.
-    let (code, _, err) = treecast(&["plan", "--topology", &topo, "--bytes", "4MiB"]);
-    assert_eq!(code, 2);
-    assert!(err.contains("no rank leaves"), "{err}");
+    let (code, out, err) = treecast(&["plan", "--topology", &topo, "--bytes", "4MiB"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.starts_with("(host-level tree") && out.contains("on 16 ranks"),
+        "{out}"
+    );
     let topo = shipped("paper-dual-cpu-2x8.json");
     let (code, out, err) = treecast(&["plan", "--topology", &topo, "--root", "3", "--bytes", "4MiB"]);
     assert_eq!(code, 0, "{err}");

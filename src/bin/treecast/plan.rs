@@ -12,7 +12,7 @@ use std::time::Duration;
 use treecast::plan::relay::relay_routes;
 use treecast::plan::render::gantt_svg;
 use treecast::plan::{plan_detailed, range_bounds, Algorithm, PlanOptions, Planned};
-use treecast::topology::{load_file, Topology};
+use treecast::topology::{load_file, Topology, VertexKind};
 use treecast::util::bytes::parse_size;
 
 #[derive(clap::Args)]
@@ -48,12 +48,29 @@ pub struct Args {
     output: Option<PathBuf>,
 }
 
+/// A host-level tree (leaves are hosts, as inferred from RTTs) gets one rank per host leaf,
+/// numbered in the file's vertex order (the simulator's convention for such trees).
+fn with_host_ranks(topo: Topology) -> Result<Topology, String> {
+    if topo.num_ranks() > 0 {
+        return Ok(topo);
+    }
+    let leaves = topo.leaves();
+    let mut b = topo.to_builder();
+    for (i, &v) in leaves.iter().enumerate() {
+        b.vertices[v].kind = VertexKind::Rank;
+        b.vertices[v].rank = Some(i as u32);
+    }
+    b.build().map_err(|e| e.to_string())
+}
+
 pub fn run(args: Args) -> Result<(), CliError> {
     let topo = load_file(&args.topology)?;
+    let host_level = topo.num_ranks() == 0;
+    let topo = with_host_ranks(topo).map_err(CliError::Input)?;
     let n = topo.num_ranks();
     if n == 0 {
         return Err(CliError::Input(format!(
-            "{}: the topology has no rank leaves to broadcast to",
+            "{}: the topology has no rank or host leaves to broadcast to",
             args.topology.display()
         )));
     }
@@ -114,7 +131,13 @@ pub fn run(args: Args) -> Result<(), CliError> {
                 planned.plan.info.predicted_time_s.unwrap_or(0.0) * 1e3
             ),
         ),
-        _ => text_report(&topo, &planned, bytes),
+        _ => {
+            let mut t = String::new();
+            if host_level {
+                t.push_str("(host-level tree: one rank per host leaf, in file order)\n");
+            }
+            t + &text_report(&topo, &planned, bytes)
+        }
     };
     match &args.output {
         Some(p) => std::fs::write(p, out).map_err(|e| CliError::Failed(format!("{}: cannot write: {e}", p.display()))),
