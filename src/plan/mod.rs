@@ -1,11 +1,38 @@
 //! Broadcast planning: the `Plan` type and the planners that produce it.
 //!
-//! Pure Rust, no MPI: planners are tested at thousands of ranks. The runtime asks
-//! [`default_plan`] for a plan per (root, size class) until a topology-aware planner is chosen.
+//! Pure Rust, no MPI: planners are tested at thousands of ranks. Entry point for the runtime:
+//! [`plan_broadcast`] (the chooser: candidates below, predicted by the simulator or the cost
+//! model, fastest wins); [`default_plan`] is the topology-agnostic fallback.
+//!
+//! | module | what |
+//! |---|---|
+//! | [`cost`] | the seed-004 cost model (reserved-rate link profiles), sequence evaluation |
+//! | [`canon`] | AHU canonical labelling, orbits (symmetry pruning) |
+//! | [`bound`] | lower bounds on broadcast schedules |
+//! | [`optimal`] | branch and bound: proven-optimal unsegmented schedules |
+//! | [`greedy`] | earliest-completion greedy with look-ahead |
+//! | [`relay`] | the relay hierarchy (seed 003), depth-first orders, relay routes |
+//! | [`hier`] | hierarchical per-switch planning |
+//! | [`pipeline`] | segmented plans: chains, two-trees, pipelined trees; segment counts |
+//! | [`replay`] | predicted time of any plan under the cost model |
+//! | [`chooser`] | `plan_broadcast`: candidates, prediction, choice |
+//! | [`render`] | Gantt chart of a plan |
 
+pub mod bound;
+pub mod canon;
+pub mod chooser;
+pub mod cost;
+pub mod greedy;
+pub mod hier;
+pub mod optimal;
+pub mod pipeline;
+pub mod relay;
+pub mod render;
+pub mod replay;
 mod schedule;
 pub mod trees;
 
+pub use chooser::{plan_broadcast, plan_detailed, Algorithm, PlanOptions, Planned};
 pub use schedule::{
     class_max_segments, class_representative, range_bounds, seg_bounds, size_class, Op, Plan, PlanError, PlanInfo,
     SegRange,

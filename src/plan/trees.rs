@@ -96,6 +96,27 @@ pub fn flat(n: u32, root: u32) -> Vec<Vec<u32>> {
     children
 }
 
+/// True when `children` describes a tree rooted at `root` that reaches every rank exactly once.
+pub fn spans(children: &[Vec<u32>], root: u32) -> bool {
+    let n = children.len();
+    if root as usize >= n {
+        return false;
+    }
+    let mut seen = vec![false; n];
+    seen[root as usize] = true;
+    let mut stack = vec![root];
+    while let Some(u) = stack.pop() {
+        for &c in &children[u as usize] {
+            if c as usize >= n || seen[c as usize] {
+                return false;
+            }
+            seen[c as usize] = true;
+            stack.push(c);
+        }
+    }
+    seen.iter().all(|&x| x)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

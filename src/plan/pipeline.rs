@@ -1,0 +1,482 @@
+//! Long messages: segmented, pipelined plans.
+//!
+//! A long message is bandwidth-bound: the best any schedule can do for receiver r is about
+//! `latency(root, r) + bytes / bottleneck(root, r)`. Reaching that needs every link to stream
+//! while the first segments are still travelling, so the message is cut into segments and sent
+//! down one or more spanning trees, segment after segment:
+//!
+//! * **DFS chain** (seed 002): one chain through the ranks in depth-first order of the tree, so
+//!   each link is crossed once per direction and every rank forwards at its full access rate;
+//!   but the pipeline fills over n hops.
+//! * **Pipelined hierarchical tree**: the tree of [`super::hier`] (one relay per switch and per
+//!   host), segmented. Shallow, but a relay with two children splits its uplink between them.
+//! * **Two-tree over hosts** (after Sanders, Speck and Träff's two-tree broadcast): the host
+//!   relays form two binary trees in which every relay is an inner node of at most one; even
+//!   segments go down one, odd segments down the other. Every host sends at most one copy of the
+//!   message over its link (two children x half), so every host link streams at full rate with
+//!   depth 2 log2(hosts); in depth-first order a switch's hosts are contiguous, so only a few tree
+//!   edges per tree cross each uplink. Inside a host, a chain (or two-tree) over shared memory.
+//!   (Two-trees per switch level were tried first: a switch relay then feeds two levels and its
+//!   link carries two copies.)
+//! * **k chains**: the DFS order cut into k contiguous runs fed by the root in turn — depth n/k
+//!   for a root whose link is k times wider than the rest (e.g. shared memory on a big host).
+//!
+//! All are built as *multi-tree* plans: tree j carries the segments s with s mod K = j, and every
+//! rank's ops are ordered segment by segment (receive s, then forward s to its children in that
+//! tree, outer groups first), which is deadlock-free by induction on s.
+
+use super::relay::{dfs_order, GroupKind, Hierarchy};
+use super::{class_max_segments, size_class, Op, Plan, SegRange};
+use crate::topology::Topology;
+
+/// Children lists of one spanning tree, ordered (the order a rank sends in).
+pub type Tree = Vec<Vec<u32>>;
+
+/// Smallest segment the planners use (below this, per-message costs dominate real networks).
+pub const MIN_SEGMENT_BYTES: u64 = 4 * 1024;
+/// Most segments per message (keeps plans and their simulation small).
+pub const MAX_SEGMENTS: u32 = 512;
+/// Per-message overhead assumed when choosing the segment count (seconds): what an MPI library
+/// spends per message beyond the wire; the flow models charge none, so without it they would
+/// always favour the most segments.
+pub const MESSAGE_OVERHEAD_S: f64 = 1e-6;
+
+/// The multi-tree plan: tree `j` carries segments `s` with `s % trees.len() == j`.
+///
+/// Every rank issues its sends in list order, so a send waiting for a late segment blocks the
+/// ones behind it. With several trees a rank can sit deep in one and shallow in another (a host
+/// relay forwards both halves to its host), so ops are ordered by each segment's estimated
+/// arrival at the rank — emitted by the root one after another at its link's rate, then
+/// delayed by latency + segment time per hop of its tree — not by segment index. Every send
+/// then depends only on ops with a smaller estimate (its data comes from the parent, one hop
+/// earlier) or before it in its own list, so the plan cannot deadlock. With one tree this is
+/// plain segment order.
+pub fn plan_from_trees(topo: &Topology, root: u32, trees: &[Tree], nsegs: u32, bytes: u64, algorithm: &str) -> Plan {
+    let n = trees[0].len();
+    let k = trees.len() as u32;
+    let nsegs = nsegs.max(k);
+    let seg = (bytes as f64 / nsegs as f64).max(1.0);
+    let mut parent = vec![vec![u32::MAX; n]; trees.len()];
+    let mut dist = vec![vec![0.0f64; n]; trees.len()];
+    for (j, t) in trees.iter().enumerate() {
+        let mut stack = vec![root];
+        let mut hops = vec![0u32; n];
+        while let Some(p) = stack.pop() {
+            for &c in &t[p as usize] {
+                parent[j][c as usize] = p;
+                let (pv, cv) = (topo.rank_vertex(p), topo.rank_vertex(c));
+                let bw = topo.path_bandwidth(pv, cv);
+                let hop = topo.path_latency(pv, cv) + if bw.is_finite() { seg / bw } else { 0.0 };
+                hops[c as usize] = hops[p as usize] + 1;
+                // A tiny per-hop term keeps estimates strictly increasing down a tree.
+                dist[j][c as usize] = dist[j][p as usize] + hop + 1e-12;
+                stack.push(c);
+            }
+        }
+    }
+    let root_bw = access_bandwidth(topo, root);
+    let emit = |s: u32| {
+        if root_bw.is_finite() {
+            s as f64 * seg / root_bw
+        } else {
+            s as f64 * 1e-12
+        }
+    };
+    let mut ops = vec![Vec::new(); n];
+    let mut keyed: Vec<(f64, u32, u32, Op)> = Vec::new();
+    for (r, out) in ops.iter_mut().enumerate() {
+        keyed.clear();
+        for s in 0..nsegs {
+            let j = (s % k) as usize;
+            let t = emit(s) + dist[j][r];
+            if r as u32 != root {
+                keyed.push((
+                    t,
+                    s,
+                    0,
+                    Op::Recv {
+                        peer: parent[j][r],
+                        segs: SegRange::one(s),
+                    },
+                ));
+            }
+            for (i, &c) in trees[j][r].iter().enumerate() {
+                keyed.push((
+                    t,
+                    s,
+                    1 + i as u32,
+                    Op::Send {
+                        peer: c,
+                        segs: SegRange::one(s),
+                    },
+                ));
+            }
+        }
+        keyed.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)).then(a.2.cmp(&b.2)));
+        out.extend(keyed.iter().map(|x| x.3));
+    }
+    let mut p = Plan::empty(n as u32, root, algorithm);
+    p.nsegs = nsegs;
+    p.ops = ops;
+    p
+}
+
+/// Seed 002's chain: the ranks in depth-first order from the root.
+pub fn dfs_chain(topo: &Topology, root: u32) -> Tree {
+    super::trees::chain(topo.num_ranks() as u32, &dfs_order(topo, root))
+}
+
+/// The DFS order cut into `k` contiguous runs, each a chain fed by the root (root sends to the
+/// heads in turn). `k = 1` is [`dfs_chain`].
+pub fn k_chains(topo: &Topology, root: u32, k: usize) -> Tree {
+    let order = dfs_order(topo, root);
+    let rest = &order[1..];
+    let n = topo.num_ranks();
+    let mut children = vec![Vec::new(); n];
+    let k = k.clamp(1, rest.len().max(1));
+    let len = rest.len().div_ceil(k);
+    for run in rest.chunks(len.max(1)) {
+        children[root as usize].push(run[0]);
+        for w in run.windows(2) {
+            children[w[0] as usize].push(w[1]);
+        }
+    }
+    children
+}
+
+/// Two spanning trees over `members` (in locality order) fed by `source`, such that every
+/// member is an inner node of at most one: in tree A only members at odd positions have
+/// children, in tree B only even positions. Each is an in-order binary tree over the positions
+/// (depth about log2 m). Appends the edges to `a` and `b` (children lists of all ranks).
+pub fn two_trees(source: u32, members: &[u32], a: &mut Tree, b: &mut Tree) {
+    if members.is_empty() {
+        return;
+    }
+    for (tree, inner_parity) in [(a, 1usize), (b, 0usize)] {
+        let root = build_range(members, 0, members.len(), inner_parity, tree);
+        tree[source as usize].push(members[root]);
+    }
+}
+
+/// In-order binary tree over positions `[lo, hi)` whose inner nodes all have `parity`; returns
+/// the position of its root.
+fn build_range(members: &[u32], lo: usize, hi: usize, parity: usize, tree: &mut Tree) -> usize {
+    debug_assert!(hi > lo);
+    if hi - lo == 1 {
+        return lo;
+    }
+    // The position of the right parity nearest the middle.
+    let mid = (lo + hi) / 2;
+    let root = if mid % 2 == parity {
+        mid
+    } else if mid + 1 < hi {
+        mid + 1
+    } else {
+        mid - 1
+    };
+    debug_assert!(root >= lo && root < hi && root % 2 == parity);
+    let r = members[root];
+    if root > lo {
+        let left = build_range(members, lo, root, parity, tree);
+        tree[r as usize].push(members[left]);
+    }
+    if root + 1 < hi {
+        let right = build_range(members, root + 1, hi, parity, tree);
+        tree[r as usize].push(members[right]);
+    }
+    root
+}
+
+/// How a host group distributes inside the host.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum HostScheme {
+    /// Both trees use a chain through the host's ranks (one copy per rank link).
+    Chain,
+    /// Two-trees inside the host as well.
+    TwoTree,
+}
+
+/// Two-tree over hosts (module docs): the hosts other than the root's (in depth-first order,
+/// so a switch's hosts are contiguous and subtrees stay under their switch as far as possible)
+/// form the two trees fed by the root's host; inside every host, per `host`.
+///
+/// Inside a host with two or more ranks, the relay only receives from the network; a second
+/// rank (the *sender*) does all of the host's network sends, fed by the relay over shared
+/// memory; the other ranks hang below the relay. So no rank both forwards locally and sends
+/// over the network: a shared-memory transfer wants the whole rank link, and a rank that also
+/// streams to the network would starve one or the other.
+pub fn host_two_trees(topo: &Topology, root: u32, host: HostScheme) -> [Tree; 2] {
+    host_two_trees_on(topo, root, &Hierarchy::new(topo, root), host)
+}
+
+/// [`host_two_trees`] on a hierarchy already built for the root.
+pub fn host_two_trees_on(topo: &Topology, root: u32, h: &Hierarchy, host: HostScheme) -> [Tree; 2] {
+    let n = topo.num_ranks();
+    let pos = dfs_positions(topo, root);
+    let mut a: Tree = vec![Vec::new(); n];
+    let mut b: Tree = vec![Vec::new(); n];
+    let mut hosts: Vec<usize> = h
+        .top_down()
+        .into_iter()
+        .filter(|&g| h.groups[g].kind == GroupKind::Host)
+        .collect();
+    hosts.sort_by_key(|&g| pos[h.groups[g].relay as usize]);
+    // Per host: (receiver = relay, sender, the rest in DFS order).
+    let layout: Vec<(u32, u32, Vec<u32>)> = hosts
+        .iter()
+        .map(|&g| {
+            let grp = &h.groups[g];
+            let mut rest: Vec<u32> = grp.ranks.iter().copied().filter(|&r| r != grp.relay).collect();
+            rest.sort_by_key(|&r| pos[r as usize]);
+            let sender = if rest.is_empty() { grp.relay } else { rest.remove(0) };
+            (grp.relay, sender, rest)
+        })
+        .collect();
+    let root_host = layout.iter().position(|x| x.0 == root).expect("the root's host");
+    // Two trees over host indices, then map edges host u -> host v to sender(u) -> relay(v).
+    let others: Vec<u32> = (0..layout.len() as u32).filter(|&i| i as usize != root_host).collect();
+    let mut ha: Tree = vec![Vec::new(); layout.len()];
+    let mut hb: Tree = vec![Vec::new(); layout.len()];
+    two_trees(root_host as u32, &others, &mut ha, &mut hb);
+    for (t, ht) in [(&mut a, &ha), (&mut b, &hb)] {
+        for (u, vs) in ht.iter().enumerate() {
+            for &v in vs {
+                t[layout[u].1 as usize].push(layout[v as usize].0);
+            }
+        }
+    }
+    for (relay, sender, rest) in &layout {
+        for t in [&mut a, &mut b] {
+            if sender != relay {
+                // The sender first: the network is waiting for it.
+                t[*relay as usize].insert(0, *sender);
+            }
+        }
+        match host {
+            HostScheme::Chain => {
+                for t in [&mut a, &mut b] {
+                    let mut prev = *relay;
+                    for &m in rest {
+                        t[prev as usize].push(m);
+                        prev = m;
+                    }
+                }
+            }
+            HostScheme::TwoTree => two_trees(*relay, rest, &mut a, &mut b),
+        }
+    }
+    [a, b]
+}
+
+fn dfs_positions(topo: &Topology, root: u32) -> Vec<usize> {
+    let mut pos = vec![0; topo.num_ranks()];
+    for (i, r) in dfs_order(topo, root).into_iter().enumerate() {
+        pos[r as usize] = i;
+    }
+    pos
+}
+
+/// Analytic time of a multi-tree pipelined plan, for ranking candidates at scales where
+/// replaying or simulating every one is too slow: `fill + (S / K - 1) x period`, where `fill`
+/// is the latest arrival of a first segment (per hop: latency + segment time +
+/// [`MESSAGE_OVERHEAD_S`], a rank's i-th child waiting for the i earlier ones) and `period`
+/// the longer of the busiest link's time to carry one segment of every tree (the volume every
+/// tree edge puts on every link of its path, divided by the link's bandwidth; one shared
+/// capacity for half-duplex links) and the busiest sender's per-message overheads. Contention
+/// beyond that steady state is ignored; the chooser confirms the best candidates with the
+/// simulator. The overhead term is what makes the estimate prefer fewer, larger segments
+/// where the flow models (which charge none) would not.
+pub fn estimate(topo: &Topology, root: u32, trees: &[Tree], nsegs: u32, bytes: u64) -> f64 {
+    let k = trees.len().max(1) as u32;
+    let nsegs = nsegs.max(k);
+    let seg = bytes as f64 / nsegs as f64;
+    let model = super::cost::CostModel::new(topo, 1);
+    let mut load = vec![0.0f64; model.num_resources()];
+    let mut fill = 0.0f64;
+    let root_bw = access_bandwidth(topo, root);
+    let time = |b: f64| if b.is_finite() { seg / b } else { 0.0 };
+    for (j, t) in trees.iter().enumerate() {
+        let mut stack = vec![(root, j as f64 * time(root_bw))];
+        while let Some((p, at)) = stack.pop() {
+            fill = fill.max(at);
+            let pv = topo.rank_vertex(p);
+            for (i, &c) in t[p as usize].iter().enumerate() {
+                let cv = topo.rank_vertex(c);
+                let path = topo.path(pv, cv);
+                let mut lat = 0.0;
+                let mut bw = f64::INFINITY;
+                for d in &path {
+                    let dir = topo.dir_params(*d);
+                    lat += dir.latency_s;
+                    bw = bw.min(dir.bandwidth_bps);
+                    load[model.resource(d.link, d.forward) as usize] += time(dir.bandwidth_bps);
+                }
+                stack.push((c, at + lat + (i + 1) as f64 * (time(bw) + MESSAGE_OVERHEAD_S)));
+            }
+        }
+    }
+    let busiest_sender = (0..topo.num_ranks())
+        .map(|r| trees.iter().map(|t| t[r].len()).sum::<usize>())
+        .max()
+        .unwrap_or(0) as f64;
+    let period = load
+        .iter()
+        .copied()
+        .fold(0.0, f64::max)
+        .max(busiest_sender * MESSAGE_OVERHEAD_S);
+    fill + (nsegs / k - 1) as f64 * period
+}
+
+/// Bandwidth of a rank's own link in the sending direction (infinite for a lone rank).
+pub fn access_bandwidth(topo: &Topology, rank: u32) -> f64 {
+    let rv = topo.rank_vertex(rank);
+    topo.neighbors(rv)
+        .first()
+        .map(|&(_, l)| topo.link(l).dir(topo.link(l).a == rv).bandwidth_bps)
+        .unwrap_or(f64::INFINITY)
+}
+
+/// Number of hops on the longest root-to-leaf path of a tree.
+pub fn depth(tree: &Tree, root: u32) -> usize {
+    let mut best = 0;
+    let mut stack = vec![(root, 0usize)];
+    while let Some((u, d)) = stack.pop() {
+        best = best.max(d);
+        for &c in &tree[u as usize] {
+            stack.push((c, d + 1));
+        }
+    }
+    best
+}
+
+/// Segment count for a pipeline of `depth` hops whose hops stream at `bw` bytes/s: the
+/// minimiser of `(S + depth - 1) (bytes / (S bw) + MESSAGE_OVERHEAD_S)`, i.e.
+/// `sqrt((depth - 1) bytes / (bw overhead))`, clamped so segments are at least
+/// [`MIN_SEGMENT_BYTES`], at most [`MAX_SEGMENTS`] and within the size class's limit, and a
+/// multiple of `trees` (every tree gets the same number).
+pub fn segment_count(bytes: u64, depth: usize, bw: f64, trees: u32) -> u32 {
+    if bytes == 0 {
+        return trees.max(1);
+    }
+    let d = depth.max(1) as f64;
+    let ideal = ((d - 1.0).max(1.0) * bytes as f64 / (bw * MESSAGE_OVERHEAD_S)).sqrt();
+    let by_size = (bytes / MIN_SEGMENT_BYTES).max(1) as f64;
+    let cap = (MAX_SEGMENTS as f64)
+        .min(class_max_segments(size_class(bytes)) as f64)
+        .min(by_size);
+    let s = ideal.clamp(1.0, cap.max(1.0)).round() as u32;
+    let t = trees.max(1);
+    (s.div_ceil(t) * t).max(t)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plan::cost::CostModel;
+    use crate::plan::replay::replay;
+    use crate::topology::gen::Tree as GenTree;
+
+    #[test]
+    fn two_trees_have_disjoint_inner_nodes() {
+        for m in 1..40usize {
+            let members: Vec<u32> = (1..=m as u32).collect();
+            let mut a = vec![Vec::new(); m + 1];
+            let mut b = vec![Vec::new(); m + 1];
+            two_trees(0, &members, &mut a, &mut b);
+            assert!(
+                crate::plan::trees::spans(&a, 0) && crate::plan::trees::spans(&b, 0),
+                "m = {m}"
+            );
+            for r in 1..=m {
+                assert!(a[r].len() <= 2 && b[r].len() <= 2);
+                assert!(a[r].is_empty() || b[r].is_empty(), "m = {m}: rank {r} inner in both");
+            }
+            // Depth is logarithmic.
+            let bound = 2 + (m as f64).log2().ceil() as usize;
+            assert!(depth(&a, 0) <= bound && depth(&b, 0) <= bound, "m = {m}");
+        }
+    }
+
+    fn two_level(ranks_per_host: usize) -> crate::topology::Topology {
+        GenTree {
+            ranks_per_host,
+            ..GenTree::oversubscribed(4, 4, 4.0)
+        }
+        .build()
+        .unwrap()
+    }
+
+    #[test]
+    fn multi_tree_plans_validate() {
+        let t = two_level(4);
+        let n = t.num_ranks() as u32;
+        for root in [0, 21] {
+            let [a, b] = host_two_trees(&t, root, HostScheme::Chain);
+            assert!(crate::plan::trees::spans(&a, root) && crate::plan::trees::spans(&b, root));
+            let p = plan_from_trees(&t, root, &[a, b], 8, 1 << 20, "two-tree");
+            p.validate().unwrap();
+            let p = plan_from_trees(&t, root, &[dfs_chain(&t, root)], 5, 1 << 20, "chain");
+            p.validate().unwrap();
+            let kc = k_chains(&t, root, 3);
+            assert!(crate::plan::trees::spans(&kc, root));
+            assert_eq!(kc[root as usize].len(), 3);
+            plan_from_trees(&t, root, &[kc], 4, 1 << 20, "k-chains")
+                .validate()
+                .unwrap();
+            assert_eq!(p.nranks, n);
+        }
+    }
+
+    #[test]
+    fn pipelining_approaches_the_bandwidth_bound() {
+        // 8 switches x 8 hosts x 2 ranks, 4 MiB: the two-tree streams near the host link rate;
+        // the unsegmented hierarchical tree is several times slower.
+        let t = GenTree {
+            ranks_per_host: 2,
+            ..GenTree::oversubscribed(8, 8, 4.0)
+        }
+        .build()
+        .unwrap();
+        let bytes = 4u64 << 20;
+        let m = CostModel::new(&t, bytes);
+        let lb = crate::plan::bound::pipelined_lower_bound(&t, 0, bytes);
+        let [a, b] = host_two_trees(&t, 0, HostScheme::Chain);
+        let two = replay(&m, &plan_from_trees(&t, 0, &[a, b], 256, bytes, "two-tree"), bytes)
+            .unwrap()
+            .makespan;
+        let tree = crate::plan::hier::hier_tree(&m, 0);
+        let whole = replay(&m, &plan_from_trees(&t, 0, &[tree], 1, bytes, "hier"), bytes)
+            .unwrap()
+            .makespan;
+        assert!(two < 1.25 * lb, "two-tree {two} lb {lb}");
+        assert!(whole > 2.0 * lb, "unsegmented {whole} lb {lb}");
+    }
+
+    #[test]
+    fn estimate_of_a_chain() {
+        // Star of 1 B/s, 1 s links: chain 0 -> 1 -> 2, 4 bytes in 4 segments. Fill: each hop
+        // 2 s + 1 s; period: every link carries one segment per round (1 s). 2 * 3 + 3 * 1 = 9,
+        // which is what the replay gives too.
+        let mut b = crate::topology::TopologyBuilder::new();
+        let sw = b.vertex("sw", crate::topology::VertexKind::Switch);
+        for i in 0..3 {
+            let r = b.rank(i);
+            b.link(r, sw, 1.0, 1.0);
+        }
+        let t = b.build().unwrap();
+        let chain = crate::plan::trees::chain(3, &[0, 1, 2]);
+        // Plus the per-message overhead on each of the 2 hops of the fill.
+        let e = estimate(&t, 0, &[chain], 4, 4);
+        assert!((e - (9.0 + 2.0 * MESSAGE_OVERHEAD_S)).abs() < 1e-9, "{e}");
+    }
+
+    #[test]
+    fn segment_counts() {
+        // Deep pipeline, big message: many segments, capped; tiny message: one segment.
+        assert_eq!(segment_count(4 << 20, 100, 1.25e9, 1), 512);
+        assert_eq!(segment_count(4 << 10, 100, 1.25e9, 1), 1);
+        assert_eq!(segment_count(16 << 10, 100, 1.25e9, 1), 4);
+        let s = segment_count(1 << 20, 4, 1.25e9, 2);
+        assert!(s.is_multiple_of(2) && (2..=128).contains(&s), "{s}");
+    }
+}

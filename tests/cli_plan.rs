@@ -1,0 +1,117 @@
+//! `treecast plan`: json/text/svg output on success, exit code 2 and a one-line error on bad
+//! input.
+
+use std::process::Command;
+
+fn treecast(args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_treecast"))
+        .args(args)
+        .output()
+        .expect("run treecast");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+fn shipped(file: &str) -> String {
+    format!("{}/topologies/{file}", env!("CARGO_MANIFEST_DIR"))
+}
+
+#[test]
+fn optimal_json_reports_the_search() {
+    let topo = shipped("paper-nonuniform-2x3.json");
+    let (code, out, err) = treecast(&[
+        "plan",
+        "--topology",
+        &topo,
+        "--root",
+        "0",
+        "--bytes",
+        "1MiB",
+        "--algorithm",
+        "optimal",
+        "--format",
+        "json",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).expect("json");
+    assert_eq!(v["algorithm"], "optimal");
+    assert_eq!(v["proven_optimal"], true);
+    assert!(v["nodes_explored"].as_u64().unwrap() > 0);
+    assert!(v["search_time_s"].as_f64().unwrap() >= 0.0);
+    let predicted = v["predicted_time_s"].as_f64().unwrap();
+    // The proven optimum under the seed-004 model (seed 004's Fig. 14 instance: 180.5 ms).
+    let model = v["model_time_s"].as_f64().unwrap();
+    assert!((model - 0.1805).abs() < 1e-3, "{model}");
+    assert!(predicted >= v["lower_bound_s"].as_f64().unwrap());
+    // One unsegmented transfer per receiver, each ending no later than the predicted time.
+    let transfers = v["transfers"].as_array().unwrap();
+    assert_eq!(transfers.len(), 11);
+    for t in transfers {
+        assert!(t["end_s"].as_f64().unwrap() <= predicted * (1.0 + 1e-9));
+        assert!(t["start_s"].as_f64().unwrap() < t["end_s"].as_f64().unwrap());
+        assert_eq!(t["bytes"], 1 << 20);
+    }
+    // Every receiver has a relay route starting at the root.
+    let relays = v["relays"].as_array().unwrap();
+    assert_eq!(relays.len(), 11);
+    for r in relays {
+        assert_eq!(r["relays"][0], 0);
+        assert!(r["path"].as_array().unwrap().len() >= 3);
+    }
+}
+
+#[test]
+fn auto_text_and_svg() {
+    // A host-level tree (host leaves, no ranks): one rank per host.
+    let topo = shipped("two-level-4to1-4x4.json");
+    let (code, out, err) = treecast(&["plan", "--topology", &topo, "--bytes", "4MiB"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.starts_with("(host-level tree") && out.contains("on 16 ranks"),
+        "{out}"
+    );
+    let topo = shipped("paper-dual-cpu-2x8.json");
+    let (code, out, err) = treecast(&["plan", "--topology", &topo, "--root", "3", "--bytes", "4MiB"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.starts_with("plan: "), "{out}");
+    assert!(out.contains("predicted time:") && out.contains("candidates:"), "{out}");
+    let (code, out, err) = treecast(&[
+        "plan",
+        "--topology",
+        &topo,
+        "--bytes",
+        "64KiB",
+        "--algorithm",
+        "chain",
+        "--format",
+        "svg",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.starts_with("<svg") && out.trim_end().ends_with("</svg>"));
+}
+
+#[test]
+fn bad_input_exits_2_with_one_line() {
+    let topo = shipped("paper-star-8.json");
+    for (args, want) in [
+        (vec!["--root", "8", "--bytes", "1"], "--root"),
+        (vec!["--bytes", "lots"], "--bytes"),
+        (vec!["--bytes", "1", "--algorithm", "fastest"], "--algorithm"),
+        (vec!["--bytes", "1", "--time-limit", "-1"], "--time-limit"),
+        (vec!["--bytes", "1", "--format", "xml"], "--format"),
+        (vec!["--bytes", "1", "--segments", "0"], "--segments"),
+    ] {
+        let mut a = vec!["plan", "--topology", &topo];
+        a.extend(args);
+        let (code, out, err) = treecast(&a);
+        assert_eq!(code, 2, "{a:?}: {out}{err}");
+        assert_eq!(err.trim().lines().count(), 1, "{err}");
+        assert!(err.contains(want), "{a:?}: {err}");
+    }
+    let (code, _, err) = treecast(&["plan", "--topology", "/nonexistent.json", "--bytes", "1"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("/nonexistent.json"), "{err}");
+}
