@@ -98,12 +98,13 @@ need_tools() {
 }
 
 # Create and delete a namespace with a bridge, a veth pair and a tbf qdisc: one line naming what
-# this kernel lacks, before anything is built.
+# this kernel lacks, before anything is built. The namespace is recorded first (when a state
+# directory exists), so an interrupted probe leaves nothing behind either.
 probe_kernel() {
-  local ns="$PREFIX-probe$$" err
-  if ! err=$(ip netns add "$ns" 2>&1); then die "kernel lacks network namespaces (ip netns add: $err)"; fi
-  local what="" out=""
-  if ! out=$(ip -n "$ns" link add pbr type bridge 2>&1); then what="Linux bridges (ip link add type bridge: $out)"
+  local ns="$PREFIX-probe" what="" out=""
+  [ ! -f "$STATE_DIR/created" ] || record netns "$ns"
+  if ! out=$(ip netns add "$ns" 2>&1); then what="network namespaces (ip netns add: $out)"
+  elif ! out=$(ip -n "$ns" link add pbr type bridge 2>&1); then what="Linux bridges (ip link add type bridge: $out)"
   elif ! out=$(ip -n "$ns" link add pva type veth peer name pvb 2>&1); then what="veth pairs (ip link add type veth: $out)"
   elif ! out=$(ip -n "$ns" link set pva master pbr 2>&1); then what="bridge ports (ip link set master: $out)"
   elif ! out=$(tc -n "$ns" qdisc add dev pva root tbf rate 100mbit burst 16kb latency 10ms 2>&1); then
@@ -111,7 +112,11 @@ probe_kernel() {
   elif ! out=$(ip netns exec "$ns" unshare --uts true 2>&1); then what="UTS namespaces (unshare --uts: $out)"
   fi
   ip netns del "$ns" 2>/dev/null || true
-  [ -z "$what" ] || die "kernel lacks $what"
+  if [ -n "$what" ]; then
+    # Nothing but the probe was made: remove the state quietly so the refusal stays one line.
+    [ ! -d "$STATE_DIR" ] || { teardown; UP_DONE=1; }
+    die "kernel lacks $(echo "$what" | tr '\n' ' ')"
+  fi
 }
 
 find_treecast() {
@@ -326,7 +331,6 @@ cmd_up() {
     rnet=$(ip2int "$dst")
     [ $(( rnet & m )) != $(( net & m )) ] || die "subnet $subnet overlaps the existing route $r; pass another --subnet"
   done < <(ip -4 route show table all type unicast 2>/dev/null | grep -v '^local\|^broadcast' || true)
-  probe_kernel
 
   mkdir -p "$(dirname "$STATE_DIR")"
   mkdir "$STATE_DIR" 2>/dev/null || die "another '$PROG up' for prefix $PREFIX is running (state $STATE_DIR appeared)"
@@ -335,6 +339,7 @@ cmd_up() {
   trap 'rc=$?; if [ "$UP_DONE" = 0 ]; then echo "$PROG: up failed or interrupted; tearing down what it created" >&2; teardown || true; fi; exit $rc' EXIT
   trap 'exit 130' INT
   trap 'exit 143' TERM
+  probe_kernel
   printf '%s\n' "$TOPO_TEXT" >"$STATE_DIR/topology"
 
   local fab="$PREFIX-fabric" i
