@@ -83,3 +83,50 @@ fn topology_file_is_used_with_ranks_attached_to_hosts() {
     assert!(!out.status.success() && stderr.contains("t.conf:1"), "{stderr}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Real RTT probing + inference over MPI: 8 ranks as 4 virtual hosts of 2 ranks on this
+/// machine. Whatever tree inference finds on a loopback "network", every host appears exactly
+/// once as a node with its two ranks below it, the tree is identical on every rank (the job
+/// checks that itself: `treecast probe` compares by broadcast), and the tree lands in the
+/// cache, from which a second job loads it without probing.
+#[test]
+fn probing_over_mpi_finds_every_virtual_host_and_fills_the_cache() {
+    let dir = std::env::temp_dir().join(format!("treecast-probe-cache-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let cache = dir.to_str().unwrap();
+    let env = [
+        ("TREECAST_VIRTUAL_HOSTS", "2"),
+        ("TREECAST_CACHE", cache),
+        ("TREECAST_PROBE_PAIRS", "1"),
+        ("TREECAST_PROBE_BANDWIDTH", "64KiB"),
+        ("TREECAST_LOG", "info"),
+    ];
+    let out = mpirun(8, &treecast(), &["probe", "--format", "json"], &env, 300);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    assert!(stderr.contains("probed 4 hosts"), "no probing log line:\n{stderr}");
+    let t = topology::json::from_str(&stdout, "probe output").unwrap_or_else(|e| panic!("{e}\n{stdout}"));
+    assert_eq!(t.num_ranks(), 8);
+    let nodes = t.vertices_of_kind(VertexKind::Node);
+    assert_eq!(nodes.len(), 4, "{stdout}");
+    for h in 0..4u32 {
+        let v = nodes
+            .iter()
+            .copied()
+            .find(|&v| t.vertex(v).name == format!("vhost{h}"))
+            .unwrap_or_else(|| panic!("vhost{h} missing:\n{stdout}"));
+        assert_eq!(t.ranks_below(v), vec![2 * h, 2 * h + 1]);
+    }
+    let cached: Vec<_> = std::fs::read_dir(&dir).unwrap().collect();
+    assert_eq!(cached.len(), 1, "one cache file expected in {cache}");
+
+    // Second job: same hosts, so the cache answers and nothing is probed.
+    let out = mpirun(8, &treecast(), &["probe"], &env, 300);
+    let stdout2 = String::from_utf8_lossy(&out.stdout);
+    let stderr2 = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stdout2}\n{stderr2}");
+    assert!(stdout2.contains("Cache("), "topology not from the cache:\n{stdout2}");
+    assert!(!stderr2.contains("probed 4 hosts"), "probed again:\n{stderr2}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -115,10 +115,12 @@ fn gather_bytes(comm: MPI_Comm, rank: u32, size: u32, mine: &[u8]) -> crate::err
             displs.push(total as c_int);
             total += c as usize;
         }
-        let mut all = vec![0u8; total];
+        // An empty Vec's dangling pointer is 0x1 = Open MPI's MPI_IN_PLACE: never pass one.
+        let mut all = vec![0u8; total + 1];
+        let send: &[u8] = if mine.is_empty() { &[0] } else { mine };
         check(
             ffi::PMPI_Gatherv(
-                mine.as_ptr() as *const _,
+                send.as_ptr() as *const _,
                 mine.len() as c_int,
                 raw::byte_type(),
                 all.as_mut_ptr() as *mut _,

@@ -7,6 +7,8 @@
 //! | `TREECAST_TOPOLOGY` | topology file (JSON or Slurm `topology.conf`) to use instead of probing | unset |
 //! | `TREECAST_CACHE` | directory caching inferred topologies, keyed by the sorted host names | unset |
 //! | `TREECAST_PROBE` | `0` disables probing (plans then ignore the network) | `1` |
+//! | `TREECAST_PROBE_PAIRS` | measure at most this many host pairs at once (`1` for hosts emulated on one machine, which share its CPUs) | unlimited |
+//! | `TREECAST_PROBE_BANDWIDTH` | bytes per transfer of the bandwidth map built after inference (`0`: no map, plans then see only latency) | `1MiB` |
 //! | `TREECAST_SEGMENT` | segment size in bytes for pipelined plans (e.g. `128KiB`) | planner's choice |
 //! | `TREECAST_TIMEOUT` | seconds without progress after which a broadcast gives up with an error | unset (wait) |
 //! | `TREECAST_PROFILE` | write a per-call-site profile (JSON) to this path at `MPI_Finalize` | unset |
@@ -23,6 +25,10 @@ pub struct Config {
     pub topology_file: Option<String>,
     pub cache_dir: Option<String>,
     pub probe: bool,
+    /// Most host pairs measured concurrently while probing (`None`: a whole round at once).
+    pub probe_pairs: Option<usize>,
+    /// Transfer size of the bandwidth map (`None`: no map).
+    pub probe_bandwidth_bytes: Option<u64>,
     pub segment_bytes: Option<u64>,
     pub timeout_s: Option<f64>,
     pub profile_path: Option<String>,
@@ -32,6 +38,11 @@ pub struct Config {
     /// Whether the `LD_PRELOAD` interposer serves `MPI_Bcast` itself (`TREECAST_INTERCEPT`).
     pub intercept: bool,
 }
+
+/// Bandwidth-map transfer size: long enough that a 10 Gbit/s link takes ~1 ms (latency and
+/// the acknowledgement then cost a few percent), short enough that a 300 Mbit/s uplink costs
+/// ~30 ms per transfer; the map needs only O(depth) rounds.
+pub const DEFAULT_PROBE_BANDWIDTH_BYTES: u64 = 1 << 20;
 
 fn var(name: &str) -> Option<String> {
     std::env::var(name).ok().filter(|v| !v.trim().is_empty())
@@ -73,6 +84,24 @@ impl Config {
             topology_file: var("TREECAST_TOPOLOGY"),
             cache_dir: var("TREECAST_CACHE"),
             probe: var("TREECAST_PROBE").map(|v| v != "0").unwrap_or(true),
+            probe_pairs: var("TREECAST_PROBE_PAIRS").and_then(|v| match v.parse::<usize>() {
+                Ok(k) if k > 0 => Some(k),
+                _ => {
+                    log::warn!("TREECAST_PROBE_PAIRS={v:?} is not a positive integer; ignored");
+                    None
+                }
+            }),
+            probe_bandwidth_bytes: match var("TREECAST_PROBE_BANDWIDTH") {
+                None => Some(DEFAULT_PROBE_BANDWIDTH_BYTES),
+                Some(v) => match parse_bytes(&v) {
+                    Some(0) => None,
+                    Some(b) => Some(b),
+                    None => {
+                        log::warn!("TREECAST_PROBE_BANDWIDTH={v:?} is not a byte size; using 1MiB");
+                        Some(DEFAULT_PROBE_BANDWIDTH_BYTES)
+                    }
+                },
+            },
             segment_bytes: var("TREECAST_SEGMENT").and_then(|v| {
                 let b = parse_bytes(&v).filter(|&b| b > 0);
                 if b.is_none() {

@@ -1,22 +1,542 @@
-//! The MPI implementation of RTT probing between host leaders (issue 4).
+//! The MPI implementation of [`Prober`]: RTT and bandwidth measurements between host leaders.
 //!
-//! STUB until the pure probing protocol and inference land: reports that probing is
-//! unavailable, identically on every rank, so start-up falls back to topology-agnostic plans.
+//! One leader per host takes part (hosts from `MPI_Comm_split_type(SHARED)`, numbered by lowest
+//! rank); host h's leader has rank h in the leaders' communicator, and leader 0 (the
+//! communicator's rank 0) is the coordinator that runs inference. Per round (the contract on
+//! [`Prober`]):
+//! 1. the coordinator broadcasts the round (kind, ping spec or byte count, pair list);
+//! 2. each leader in a pair runs its side: `a` times round trips with [`ping_pair`] (or a bulk
+//!    transfer), `b` answers until told to stop; leaders without a pair — and every non-leader
+//!    rank, for the whole of probing — wait politely (`MPI_Test` + sleep), because on
+//!    oversubscribed hosts busy-polling bystanders deschedule the measuring pair and turn 20 us
+//!    RTTs into milliseconds (DESIGN.md section 5);
+//! 3. results come back to the coordinator in a non-blocking gather.
+//!
+//! `TREECAST_PROBE_PAIRS=K` splits every round into sub-rounds of at most K pairs. Real hosts
+//! have their own CPUs and need no limit; hosts emulated on one machine share its cores, and
+//! concurrent pairs there measure each other's scheduling instead of the network. When a
+//! sub-round has a single pair, its two leaders are pinned to two different CPUs while they
+//! measure (restored afterwards): left to the scheduler they sometimes share a core and every
+//! message then pays a context switch.
 
 use super::config::Config;
 use super::topo::Hosts;
 use crate::error::{Error, ErrorKind, Result};
+use crate::exec::raw::{self, check};
+use crate::infer::{self, InferOptions};
+use crate::probe::{check_round, ping_pair, PairMeasurement, PingSpec, ProbeError, ProbeLedger, ProbeStats, Prober};
 use crate::topology::Topology;
-use mpi::ffi::MPI_Comm;
+use mpi::ffi::{self, MPI_Comm, MPI_Request};
+use serde::{Deserialize, Serialize};
+use std::ffi::c_void;
+use std::os::raw::c_int;
 
-/// Collective over `comm`: measure RTTs between host leaders and infer the host-level tree;
-/// the tree is returned on rank 0 (other ranks get `Ok` of an unspecified tree or `Err`).
+const TAG_PING: c_int = 1;
+const TAG_PONG: c_int = 2;
+const TAG_STOP: c_int = 3;
+const TAG_BULK: c_int = 4;
+const TAG_ACK: c_int = 5;
+
+/// Sleep between polls while waiting politely.
+const POLITE_SLEEP: std::time::Duration = std::time::Duration::from_micros(50);
+
+/// What the coordinator asks for in one (sub-)round.
+#[derive(Serialize, Deserialize)]
+enum Round {
+    Ping { spec: PingSpec, pairs: Vec<(u32, u32)> },
+    Bandwidth { bytes: u64, pairs: Vec<(u32, u32)> },
+    Done,
+}
+
+impl Round {
+    fn pairs(&self) -> &[(u32, u32)] {
+        match self {
+            Round::Ping { pairs, .. } | Round::Bandwidth { pairs, .. } => pairs,
+            Round::Done => &[],
+        }
+    }
+}
+
+fn other(e: impl std::fmt::Display) -> Error {
+    Error::new(ErrorKind::Other, e.to_string())
+}
+
+/// Wait for `req` without holding a CPU.
+fn wait_politely(req: &mut MPI_Request) -> Result<()> {
+    loop {
+        let mut flag: c_int = 0;
+        // SAFETY: an active request we own.
+        check(
+            unsafe { ffi::PMPI_Test(req, &mut flag, ffi::RSMPI_STATUS_IGNORE) },
+            "MPI_Test",
+        )?;
+        if flag != 0 {
+            return Ok(());
+        }
+        std::thread::sleep(POLITE_SLEEP);
+    }
+}
+
+/// Wait for `req` promptly, yielding the CPU between tests: a measuring rank must react at once,
+/// but a peer sharing its core must still get to run.
+fn wait_yielding(req: &mut MPI_Request) -> Result<()> {
+    loop {
+        let mut flag: c_int = 0;
+        // SAFETY: an active request we own.
+        check(
+            unsafe { ffi::PMPI_Test(req, &mut flag, ffi::RSMPI_STATUS_IGNORE) },
+            "MPI_Test",
+        )?;
+        if flag != 0 {
+            return Ok(());
+        }
+        // SAFETY: no preconditions.
+        unsafe { libc::sched_yield() };
+    }
+}
+
+/// Broadcast of a postcard-encoded value from rank 0 of `comm` (waited for politely).
+fn bcast_value<T: Serialize + for<'de> Deserialize<'de>>(comm: MPI_Comm, v: Option<&T>) -> Result<T> {
+    let mut bytes = match v {
+        Some(v) => postcard::to_stdvec(v).map_err(other)?,
+        None => Vec::new(),
+    };
+    let mut len = bytes.len() as u64;
+    // SAFETY: collective on the leaders' communicator with buffers sized as announced.
+    unsafe {
+        let mut req = raw::null_request();
+        check(
+            ffi::PMPI_Ibcast(
+                &mut len as *mut u64 as *mut c_void,
+                1,
+                ffi::RSMPI_UINT64_T,
+                0,
+                comm,
+                &mut req,
+            ),
+            "MPI_Ibcast",
+        )?;
+        wait_politely(&mut req)?;
+        bytes.resize(len as usize, 0);
+        check(
+            ffi::PMPI_Ibcast(
+                bytes.as_mut_ptr() as *mut c_void,
+                len as c_int,
+                raw::byte_type(),
+                0,
+                comm,
+                &mut req,
+            ),
+            "MPI_Ibcast",
+        )?;
+        wait_politely(&mut req)?;
+    }
+    postcard::from_bytes(&bytes).map_err(|e| other(format!("unreadable probe round: {e}")))
+}
+
+/// Send `len` bytes of `buf` to `peer` and wait (yielding).
+fn send(comm: MPI_Comm, peer: c_int, buf: &[u8], len: u64, tag: c_int) -> Result<()> {
+    // SAFETY: `buf` holds at least `len` bytes and outlives the wait below.
+    unsafe {
+        let mut req = raw::isend_bytes(buf.as_ptr(), len, peer, tag, comm)?;
+        wait_yielding(&mut req)
+    }
+}
+
+/// Receive up to `buf.len()` bytes from `peer` with `tag` (any tag if `None`); returns the tag.
+fn recv(comm: MPI_Comm, peer: c_int, buf: &mut [u8], tag: Option<c_int>) -> Result<c_int> {
+    let mut st = raw::empty_status();
+    // SAFETY: `buf` outlives the wait; the status is written by MPI.
+    unsafe {
+        let (count, dt) = raw::byte_message_type(buf.len() as u64)?;
+        let mut req = raw::null_request();
+        check(
+            ffi::PMPI_Irecv(
+                buf.as_mut_ptr() as *mut c_void,
+                count,
+                dt.handle(),
+                peer,
+                tag.unwrap_or(ffi::RSMPI_ANY_TAG),
+                comm,
+                &mut req,
+            ),
+            "MPI_Irecv",
+        )?;
+        loop {
+            let mut flag: c_int = 0;
+            check(ffi::PMPI_Test(&mut req, &mut flag, &mut st), "MPI_Test")?;
+            if flag != 0 {
+                break;
+            }
+            libc::sched_yield();
+        }
+    }
+    Ok(st.MPI_TAG)
+}
+
+/// One small-message round trip to `peer` (seconds).
+fn round_trip(comm: MPI_Comm, peer: c_int, buf: &mut [u8]) -> Result<f64> {
+    let t0 = raw::wtime();
+    send(comm, peer, buf, buf.len() as u64, TAG_PING)?;
+    recv(comm, peer, buf, Some(TAG_PONG))?;
+    Ok(raw::wtime() - t0)
+}
+
+/// Answer pings from `peer` until it sends STOP.
+fn serve_pings(comm: MPI_Comm, peer: c_int, bytes: usize) -> Result<()> {
+    let mut buf = vec![0u8; bytes];
+    while recv(comm, peer, &mut buf, None)? != TAG_STOP {
+        send(comm, peer, &buf, bytes as u64, TAG_PONG)?;
+    }
+    Ok(())
+}
+
+/// Pins the calling thread to one CPU while it lives (best effort; see the module doc).
+struct Pinned(Option<libc::cpu_set_t>);
+
+impl Pinned {
+    fn new(which: usize) -> Pinned {
+        // SAFETY: cpu_set_t is plain data; the calls get valid pointers and its size.
+        unsafe {
+            let mut old: libc::cpu_set_t = std::mem::zeroed();
+            if libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut old) != 0 {
+                return Pinned(None);
+            }
+            let allowed: Vec<usize> = (0..libc::CPU_SETSIZE as usize)
+                .filter(|&c| libc::CPU_ISSET(c, &old))
+                .collect();
+            if allowed.len() < 2 {
+                return Pinned(None);
+            }
+            let mut one: libc::cpu_set_t = std::mem::zeroed();
+            libc::CPU_SET(allowed[which.min(1)], &mut one);
+            if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &one) != 0 {
+                return Pinned(None);
+            }
+            Pinned(Some(old))
+        }
+    }
+}
+
+impl Drop for Pinned {
+    fn drop(&mut self) {
+        if let Some(old) = &self.0 {
+            // SAFETY: as above.
+            unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), old) };
+        }
+    }
+}
+
+/// Leader `me`'s side of one round; returns its encoded result (empty unless it initiated).
+fn run_round(comm: MPI_Comm, me: u32, round: &Round) -> Result<Vec<u8>> {
+    let Some(&(a, b)) = round.pairs().iter().find(|&&(a, b)| a == me || b == me) else {
+        return Ok(Vec::new());
+    };
+    let _pin = (round.pairs().len() == 1).then(|| Pinned::new(usize::from(me == b)));
+    match round {
+        Round::Ping { spec, .. } => {
+            let bytes = spec.message_bytes.max(1) as usize;
+            if me != a {
+                serve_pings(comm, a as c_int, bytes)?;
+                return Ok(Vec::new());
+            }
+            let mut buf = vec![0u8; bytes];
+            let m = ping_pair(a as usize, b as usize, spec, || round_trip(comm, b as c_int, &mut buf))?;
+            send(comm, b as c_int, &buf, 0, TAG_STOP)?;
+            postcard::to_stdvec(&m).map_err(other)
+        }
+        Round::Bandwidth { bytes, .. } => {
+            let mut buf = crate::exec::layout::scratch(*bytes)?;
+            let mut ack = [0u8; 1];
+            if me == a {
+                // A handshake first: it opens the connection (lazily made by most transports)
+                // and starts both sides together; then time bulk send + 1-byte acknowledgement.
+                round_trip(comm, b as c_int, &mut ack)?;
+                let t0 = raw::wtime();
+                send(comm, b as c_int, &buf, *bytes, TAG_BULK)?;
+                recv(comm, b as c_int, &mut ack, Some(TAG_ACK))?;
+                let rate = *bytes as f64 / (raw::wtime() - t0).max(1e-9);
+                postcard::to_stdvec(&rate).map_err(other)
+            } else {
+                recv(comm, a as c_int, &mut ack, Some(TAG_PING))?;
+                send(comm, a as c_int, &ack, 1, TAG_PONG)?;
+                recv(comm, a as c_int, &mut buf, Some(TAG_BULK))?;
+                send(comm, a as c_int, &ack, 1, TAG_ACK)?;
+                Ok(Vec::new())
+            }
+        }
+        Round::Done => Ok(Vec::new()),
+    }
+}
+
+/// Gather every leader's result to the coordinator (sizes, then bytes; waited for politely).
+fn gather_results(comm: MPI_Comm, me: u32, n: u32, mine: &[u8]) -> Result<Vec<Vec<u8>>> {
+    let len = mine.len() as c_int;
+    let mut lens = vec![0 as c_int; if me == 0 { n as usize } else { 0 }];
+    // SAFETY: collective on the leaders' communicator; buffers sized as MPI requires.
+    unsafe {
+        let mut req = raw::null_request();
+        check(
+            ffi::PMPI_Igather(
+                &len as *const c_int as *const c_void,
+                1,
+                ffi::RSMPI_INT32_T,
+                lens.as_mut_ptr() as *mut c_void,
+                1,
+                ffi::RSMPI_INT32_T,
+                0,
+                comm,
+                &mut req,
+            ),
+            "MPI_Igather",
+        )?;
+        wait_politely(&mut req)?;
+        let mut displs = Vec::with_capacity(lens.len());
+        let mut total: c_int = 0;
+        for &l in &lens {
+            displs.push(total);
+            total += l;
+        }
+        // Never hand MPI an empty Vec's dangling pointer: it is 0x1, which is MPI_IN_PLACE in
+        // Open MPI (an argument error on non-root ranks).
+        let mine: &[u8] = if mine.is_empty() { &[0] } else { mine };
+        let mut all = vec![0u8; total as usize + 1];
+        check(
+            ffi::PMPI_Igatherv(
+                mine.as_ptr() as *const c_void,
+                len,
+                raw::byte_type(),
+                all.as_mut_ptr() as *mut c_void,
+                lens.as_ptr(),
+                displs.as_ptr(),
+                raw::byte_type(),
+                0,
+                comm,
+                &mut req,
+            ),
+            "MPI_Igatherv",
+        )?;
+        wait_politely(&mut req)?;
+        Ok(lens
+            .iter()
+            .zip(&displs)
+            .map(|(&l, &d)| all[d as usize..(d + l) as usize].to_vec())
+            .collect())
+    }
+}
+
+/// The coordinator's side, handed to inference as a [`Prober`].
+struct MpiProber<'a> {
+    comm: MPI_Comm,
+    n: u32,
+    names: &'a [String],
+    max_pairs: usize,
+    ledger: ProbeLedger,
+}
+
+impl MpiProber<'_> {
+    /// Run `pairs` in sub-rounds of at most `max_pairs`; `make` builds each sub-round. Returns
+    /// every leader's result blobs per sub-round (indexed by leader), the sum over sub-rounds of
+    /// the slowest pair's own time (`measure(blobs, sub_pairs)`) and the total wall time.
+    fn rounds(
+        &mut self,
+        pairs: &[(usize, usize)],
+        make: impl Fn(Vec<(u32, u32)>) -> Round,
+    ) -> std::result::Result<Vec<Vec<u8>>, ProbeError> {
+        let mut blobs = vec![Vec::new(); self.n as usize];
+        for chunk in pairs.chunks(self.max_pairs.max(1)) {
+            let round = make(chunk.iter().map(|&(a, b)| (a as u32, b as u32)).collect());
+            let r: Result<Vec<Vec<u8>>> = (|| {
+                let round = bcast_value(self.comm, Some(&round))?;
+                let mine = run_round(self.comm, 0, &round)?;
+                gather_results(self.comm, 0, self.n, &mine)
+            })();
+            let got = r.map_err(|e| ProbeError::Transport(e.to_string()))?;
+            for &(a, _) in chunk {
+                blobs[a] = got[a].clone();
+            }
+        }
+        Ok(blobs)
+    }
+}
+
+impl Prober for MpiProber<'_> {
+    fn num_hosts(&self) -> usize {
+        self.n as usize
+    }
+
+    fn host_name(&self, h: usize) -> &str {
+        &self.names[h]
+    }
+
+    fn ping_round(
+        &mut self,
+        pairs: &[(usize, usize)],
+        spec: &PingSpec,
+    ) -> std::result::Result<Vec<PairMeasurement>, ProbeError> {
+        check_round(self.n as usize, pairs)?;
+        let t0 = raw::wtime();
+        let spec = *spec;
+        let blobs = self.rounds(pairs, |p| Round::Ping { spec, pairs: p })?;
+        let wall = raw::wtime() - t0;
+        let mut out = Vec::with_capacity(pairs.len());
+        for &(a, b) in pairs {
+            let m: PairMeasurement = postcard::from_bytes(&blobs[a])
+                .map_err(|e| ProbeError::Transport(format!("unreadable measurement from host {a}: {e}")))?;
+            if m.a != a || m.b != b {
+                return Err(ProbeError::Transport(format!(
+                    "host {a} answered for pair ({}, {}) instead of ({a}, {b})",
+                    m.a, m.b
+                )));
+            }
+            if m.samples_s.iter().any(|s| !s.is_finite() || *s < 0.0) {
+                return Err(ProbeError::Transport(format!(
+                    "host {a} measured a negative or non-finite RTT to host {b}"
+                )));
+            }
+            out.push(m);
+        }
+        let measure: f64 = pairs
+            .chunks(self.max_pairs.max(1))
+            .map(|c| c.iter().map(|&(a, _)| out_duration(&out, pairs, a)).fold(0.0, f64::max))
+            .sum();
+        self.ledger.ping_round(pairs, measure, (wall - measure).max(0.0));
+        Ok(out)
+    }
+
+    fn bandwidth_round(&mut self, pairs: &[(usize, usize)], bytes: u64) -> std::result::Result<Vec<f64>, ProbeError> {
+        check_round(self.n as usize, pairs)?;
+        let t0 = raw::wtime();
+        let blobs = self.rounds(pairs, |p| Round::Bandwidth { bytes, pairs: p })?;
+        let wall = raw::wtime() - t0;
+        let mut rates = Vec::with_capacity(pairs.len());
+        for &(a, b) in pairs {
+            let r: f64 = postcard::from_bytes(&blobs[a])
+                .map_err(|e| ProbeError::Transport(format!("unreadable bandwidth from host {a}: {e}")))?;
+            if !(r.is_finite() && r > 0.0) {
+                return Err(ProbeError::Transport(format!(
+                    "host {a} measured an invalid bandwidth {r} to host {b}"
+                )));
+            }
+            rates.push(r);
+        }
+        let measure: f64 = pairs
+            .iter()
+            .zip(&rates)
+            .map(|(_, r)| bytes as f64 / r)
+            .fold(0.0, f64::max);
+        self.ledger
+            .bandwidth_round(pairs.len(), measure, (wall - measure).max(0.0));
+        Ok(rates)
+    }
+
+    fn stats(&self) -> &ProbeStats {
+        self.ledger.stats()
+    }
+}
+
+/// Duration of the measurement initiated by host `a` (its position in `pairs` is that of `out`).
+fn out_duration(out: &[PairMeasurement], pairs: &[(usize, usize)], a: usize) -> f64 {
+    pairs
+        .iter()
+        .position(|&(x, _)| x == a)
+        .map_or(0.0, |i| out[i].duration_s())
+}
+
+/// Collective over `comm`: host leaders probe and rank 0 infers the host-level tree; every
+/// other rank waits politely. The tree is returned on rank 0 only (the others get an error that
+/// [`super::topo::acquire`] ignores, since rank 0 broadcasts its outcome).
 ///
 /// # Safety
 /// `comm` must be our valid duplicate communicator.
-pub unsafe fn probe_and_infer(_comm: MPI_Comm, _rank: u32, _hosts: &Hosts, _cfg: &Config) -> Result<Topology> {
-    Err(Error::new(
-        ErrorKind::Other,
-        "RTT probing is not available in this build",
-    ))
+pub unsafe fn probe_and_infer(comm: MPI_Comm, rank: u32, hosts: &Hosts, cfg: &Config) -> Result<Topology> {
+    let leader_index = hosts.leaders.iter().position(|&l| l == rank);
+    // Host h's leader must get rank h among the leaders (split keyed by communicator rank).
+    debug_assert!(hosts.leaders.windows(2).all(|w| w[0] < w[1]));
+    let mut leaders: MPI_Comm = ffi::RSMPI_COMM_NULL;
+    check(
+        ffi::PMPI_Comm_split(
+            comm,
+            if leader_index.is_some() {
+                0
+            } else {
+                ffi::RSMPI_UNDEFINED
+            },
+            rank as c_int,
+            &mut leaders,
+        ),
+        "MPI_Comm_split",
+    )?;
+    let result = match leader_index {
+        Some(me) => {
+            let n = hosts.count() as u32;
+            let r = if me == 0 {
+                coordinate(leaders, n, hosts, cfg)
+            } else {
+                match serve(leaders, me as u32, n) {
+                    Ok(()) => Err(other("the topology is inferred on rank 0")),
+                    Err(e) => {
+                        log::warn!("treecast: probing on host {me} failed: {e}");
+                        Err(e)
+                    }
+                }
+            };
+            ffi::PMPI_Comm_free(&mut leaders);
+            r
+        }
+        None => Err(other("not a host leader")),
+    };
+    // Everyone meets again; non-leaders have been waiting here politely all along.
+    let mut req = raw::null_request();
+    check(ffi::PMPI_Ibarrier(comm, &mut req), "MPI_Ibarrier")?;
+    wait_politely(&mut req)?;
+    result
+}
+
+/// Leader 0: run inference over the MPI prober, then end the other leaders' loops.
+fn coordinate(leaders: MPI_Comm, n: u32, hosts: &Hosts, cfg: &Config) -> Result<Topology> {
+    let mut p = MpiProber {
+        comm: leaders,
+        n,
+        names: &hosts.names,
+        max_pairs: cfg.probe_pairs.unwrap_or(usize::MAX),
+        ledger: ProbeLedger::new(n as usize),
+    };
+    let opts = InferOptions {
+        bandwidth_bytes: cfg.probe_bandwidth_bytes,
+        ..InferOptions::default()
+    };
+    let t0 = raw::wtime();
+    let inferred = infer::infer(&mut p, &opts);
+    // Always end the serve loop, also after a failure.
+    let done = bcast_value(leaders, Some(&Round::Done));
+    let inferred = inferred.map_err(|e| other(format!("inference failed: {e}")))?;
+    done?;
+    let s = &inferred.stats.probe;
+    log::info!(
+        "treecast: probed {n} hosts in {:.3} s: {} ping rounds, {} pairs ({:.1}% of all), {} bandwidth rounds; \
+         {} remeasured, {} dropped, {} relocated, {} merged switches",
+        raw::wtime() - t0,
+        s.ping_rounds,
+        s.distinct_pairs,
+        100.0 * s.pairs_measured_fraction(),
+        s.bandwidth_rounds,
+        inferred.stats.remeasured,
+        inferred.stats.dropped,
+        inferred.stats.relocated,
+        inferred.stats.merged,
+    );
+    Ok(inferred.topology)
+}
+
+/// Leaders 1..n: take part in rounds until the coordinator says done.
+fn serve(leaders: MPI_Comm, me: u32, n: u32) -> Result<()> {
+    loop {
+        let round: Round = bcast_value(leaders, None)?;
+        if matches!(round, Round::Done) {
+            return Ok(());
+        }
+        let mine = run_round(leaders, me, &round)?;
+        gather_results(leaders, me, n, &mine)?;
+    }
 }

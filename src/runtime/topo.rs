@@ -193,13 +193,11 @@ pub fn cache_path(dir: &str, names: &[String]) -> std::path::PathBuf {
     let mut sorted: Vec<&String> = names.iter().collect();
     sorted.sort();
     // FNV-1a: stable across runs and Rust versions (unlike DefaultHasher).
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for n in sorted {
-        for &b in n.as_bytes().iter().chain(std::iter::once(&0u8)) {
-            h ^= b as u64;
-            h = h.wrapping_mul(0x0000_0100_0000_01b3);
-        }
-    }
+    let joined: Vec<u8> = sorted
+        .iter()
+        .flat_map(|n| n.bytes().chain(std::iter::once(0)))
+        .collect();
+    let h = crate::util::fnv1a(&joined);
     std::path::Path::new(dir).join(format!("treecast-topology-{h:016x}.json"))
 }
 

@@ -24,6 +24,18 @@ pub fn run(args: Args) -> Result<(), CliError> {
     let (topo, source) =
         unsafe { treecast::runtime::comm_topology(world.as_raw()) }.map_err(|e| CliError::Failed(e.to_string()))?;
     let elapsed = mpi::time() - t0;
+    // Every rank must hold the very same tree: compare a hash of its JSON across the job.
+    let text = topo.as_ref().map(|t| topology::json::to_string(t)).unwrap_or_default();
+    let h = treecast::util::fnv1a(text.as_bytes());
+    let (mut lo, mut hi) = (0u64, 0u64);
+    world.all_reduce_into(&h, &mut lo, mpi::collective::SystemOperation::min());
+    world.all_reduce_into(&h, &mut hi, mpi::collective::SystemOperation::max());
+    if lo != hi {
+        return Err(CliError::Failed(format!(
+            "rank {} holds a different topology than another rank (hash {h:016x})",
+            world.rank()
+        )));
+    }
     if world.rank() != 0 {
         return Ok(());
     }
