@@ -154,3 +154,48 @@ fn rust_example_runs() {
     );
     assert_eq!(stdout.matches("correct: true").count(), 3, "{stdout}");
 }
+
+/// Topology-aware plans over real MPI: 9 ranks as 9 virtual hosts below 3 leaf switches with
+/// slow uplinks (a file, so the plans are the chooser's relay / chain / segmented choices for a
+/// real oversubscribed tree), and 12 ranks as 6 probed virtual hosts of 2 ranks. Correctness
+/// must not depend on the tree, so both are compared byte for byte with MPI_Bcast for every root.
+#[test]
+fn topology_aware_plans_match_mpi_bcast() {
+    let dir = std::env::temp_dir().join(format!("treecast-aware-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let conf = dir.join("topology.conf");
+    std::fs::write(
+        &conf,
+        "SwitchName=s0 Nodes=vhost[0-2] LinkSpeed=10000\nSwitchName=s1 Nodes=vhost[3-5] LinkSpeed=10000\n\
+         SwitchName=s2 Nodes=vhost[6-8] LinkSpeed=10000\nSwitchName=top Switches=s[0-2] LinkSpeed=1000\n",
+    )
+    .unwrap();
+    let cases = ["u8:world:7", "f64:split:4096", "particle:dup:1MiB+3", "u8:world:9MiB"];
+    let mut args = vec!["match"];
+    args.extend_from_slice(&cases);
+    let env = [
+        ("TREECAST_TIMEOUT", "120"),
+        ("TREECAST_VIRTUAL_HOSTS", "1"),
+        ("TREECAST_TOPOLOGY", conf.to_str().unwrap()),
+        ("TREECAST_LOG", "info"),
+    ];
+    let out = mpirun(9, &example("check_bcast"), &args, &env, 1500);
+    assert_ok(&out, cases.len(), "match on 9 ranks with a 3-switch topology file");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("topology-aware auto"),
+        "plans were not topology-aware:\n{stderr}"
+    );
+
+    let env = [
+        ("TREECAST_TIMEOUT", "120"),
+        ("TREECAST_VIRTUAL_HOSTS", "2"),
+        ("TREECAST_PROBE_PAIRS", "1"),
+        ("TREECAST_LOG", "info"),
+    ];
+    let out = mpirun(12, &example("check_bcast"), &args, &env, 1500);
+    assert_ok(&out, cases.len(), "match on 12 ranks with a probed topology");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("probed 6 hosts"), "no probing:\n{stderr}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

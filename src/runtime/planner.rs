@@ -49,9 +49,52 @@ impl Planner {
     }
 
     pub fn describe(&self) -> String {
+        let aware = if self.network_topology().is_some() {
+            "topology-aware"
+        } else {
+            "topology-agnostic"
+        };
         match &self.algorithm {
-            Some(a) => format!("forced {a}"),
-            None => "topology-agnostic default".to_string(),
+            Some(a) => format!("{aware}, forced {a}"),
+            None => format!("{aware} auto"),
+        }
+    }
+
+    /// The topology when it describes a network (two hosts or more): only then can plans
+    /// exploit it. Within one host the MPI library's own shared-memory paths are well tuned and
+    /// our cost model (no per-message overhead) would favour flat trees there, so the
+    /// topology-agnostic default is kept.
+    fn network_topology(&self) -> Option<&crate::topology::Topology> {
+        let t = self.topology.as_deref()?;
+        (t.vertices_of_kind(crate::topology::VertexKind::Node).len() >= 2).then_some(t)
+    }
+
+    /// Topology-aware plan from the planning module (`plan::plan_broadcast`), deterministic so
+    /// every rank computes the same one; `None` (with a warning) if it fails or does not fit the
+    /// size class, in which case the caller falls back to the topology-agnostic plan.
+    fn aware_plan(&self, t: &crate::topology::Topology, root: u32, class: u8, algo: plan::Algorithm) -> Option<Plan> {
+        let bytes = class_representative(class);
+        let opts = plan::PlanOptions {
+            algorithm: algo,
+            segments: self
+                .segment_bytes
+                .map(|seg| bytes.div_ceil(seg).clamp(1, class_max_segments(class) as u64) as u32),
+            ..plan::PlanOptions::default()
+        };
+        match plan::plan_broadcast(t, root, bytes, &opts) {
+            Ok(p) if p.nsegs <= class_max_segments(class) => Some(p),
+            Ok(p) => {
+                log::warn!(
+                    "treecast: plan {} has {} segments, more than size class {class} allows; using the default",
+                    p.info.algorithm,
+                    p.nsegs
+                );
+                None
+            }
+            Err(e) => {
+                log::warn!("treecast: topology-aware planning failed ({e}); using the default");
+                None
+            }
         }
     }
 
@@ -79,7 +122,18 @@ impl Planner {
         }
         let nsegs_for = |seg: u64| bytes.div_ceil(seg).clamp(1, class_max_segments(class) as u64) as u32;
         let seg = self.segment_bytes.unwrap_or(plan::DEFAULT_SEGMENT_BYTES);
-        let p = match self.algorithm.as_deref() {
+        let net = self.network_topology();
+        let forced_aware = self
+            .algorithm
+            .as_deref()
+            .filter(|a| !matches!(*a, "binomial" | "pipeline" | "binomial-pipeline" | "flat" | "binary"))
+            .and_then(|a| a.parse::<plan::Algorithm>().ok());
+        let aware = match (net, self.algorithm.as_deref(), forced_aware) {
+            (Some(t), None, _) => self.aware_plan(t, root, class, plan::Algorithm::Auto),
+            (Some(t), Some(_), Some(a)) => self.aware_plan(t, root, class, a),
+            _ => None,
+        };
+        let p = aware.unwrap_or_else(|| match self.algorithm.as_deref() {
             Some("binomial") => Plan::from_tree(root, &trees::binomial(n, root), 1, "binomial"),
             Some("pipeline") | Some("binomial-pipeline") => {
                 Plan::from_tree(root, &trees::binomial(n, root), nsegs_for(seg), "binomial-pipeline")
@@ -92,7 +146,7 @@ impl Planner {
                 plan::default_plan(n, root, bytes)
             }
             None => plan::default_plan(n, root, bytes),
-        };
+        });
         match p.validate() {
             Ok(()) => p,
             Err(e) => {

@@ -149,11 +149,24 @@ fn group(leader_of: &[u32], name_of_rank: impl Fn(usize) -> String) -> Hosts {
 /// Attach the communicator's ranks under their hosts' nodes in a host-level tree (whose leaves
 /// are nodes named like `hosts.names`; ranks already in it are dropped). Fails if a host of the
 /// job is missing from the tree.
+///
+/// The tree is cut down to the part spanning the job's hosts: a file may describe the whole
+/// cluster (and a sub-communicator uses only some hosts), but planners expect every host and
+/// switch to have ranks below it.
 pub fn attach_ranks(host_tree: &Topology, hosts: &Hosts) -> std::result::Result<Topology, String> {
+    let mut job_vertex = Vec::with_capacity(hosts.names.len());
+    for name in &hosts.names {
+        let v = host_tree
+            .find(name)
+            .filter(|&v| host_tree.vertex(v).kind == VertexKind::Node)
+            .ok_or_else(|| format!("host '{name}' of this job is not a node of the topology"))?;
+        job_vertex.push(v);
+    }
+    let keep = spanning_vertices(host_tree, &job_vertex);
     let mut b = TopologyBuilder::new();
     let mut map: HashMap<usize, usize> = HashMap::new();
     for (i, v) in host_tree.vertices().iter().enumerate() {
-        if v.kind != VertexKind::Rank {
+        if v.kind != VertexKind::Rank && keep[i] {
             map.insert(i, b.vertex(v.name.clone(), v.kind));
         }
     }
@@ -175,6 +188,46 @@ pub fn attach_ranks(host_tree: &Topology, hosts: &Hosts) -> std::result::Result<
     }
     b.build()
         .map_err(|e| format!("cannot attach ranks to the topology: {e}"))
+}
+
+/// Vertices of the smallest subtree containing `wanted` (the tree rooted at one of them; a
+/// vertex is kept when its subtree holds a wanted vertex).
+fn spanning_vertices(t: &Topology, wanted: &[usize]) -> Vec<bool> {
+    let n = t.vertices().len();
+    let mut adj: Vec<Vec<usize>> = vec![Vec::new(); n];
+    for l in t.links() {
+        adj[l.a].push(l.b);
+        adj[l.b].push(l.a);
+    }
+    let mut keep = vec![false; n];
+    let Some(&root) = wanted.first() else {
+        return keep;
+    };
+    for &w in wanted {
+        keep[w] = true;
+    }
+    // Iterative DFS order, then propagate "holds a wanted vertex" from the leaves up.
+    let mut parent = vec![usize::MAX; n];
+    let mut order = Vec::with_capacity(n);
+    let mut seen = vec![false; n];
+    let mut stack = vec![root];
+    seen[root] = true;
+    while let Some(v) = stack.pop() {
+        order.push(v);
+        for &w in &adj[v] {
+            if !seen[w] {
+                seen[w] = true;
+                parent[w] = v;
+                stack.push(w);
+            }
+        }
+    }
+    for &v in order.iter().rev() {
+        if keep[v] && parent[v] != usize::MAX {
+            keep[parent[v]] = true;
+        }
+    }
+    keep
 }
 
 /// A single host: one node with every rank below it.
@@ -387,6 +440,37 @@ mod tests {
             leaders: vec![0],
         };
         assert!(attach_ranks(&tree, &bad).unwrap_err().contains("'zz'"));
+    }
+
+    #[test]
+    fn a_job_on_some_hosts_gets_only_the_tree_spanning_them() {
+        let tree = crate::topology::slurm::from_str(
+            "SwitchName=s0 Nodes=a,b\nSwitchName=s1 Nodes=c,d\nSwitchName=s2 Nodes=e\nSwitchName=top Switches=s[0-2]\n",
+            "t",
+        )
+        .unwrap();
+        // Hosts a and b only: switch s0 is all that is left of the network.
+        let hosts = Hosts {
+            host_of: vec![0, 1],
+            names: vec!["a".into(), "b".into()],
+            leaders: vec![0, 1],
+        };
+        let t = attach_ranks(&tree, &hosts).unwrap();
+        let names: Vec<&str> = t.vertices().iter().map(|v| v.name.as_str()).collect();
+        assert!(
+            names.contains(&"s0") && !names.contains(&"top") && !names.contains(&"c"),
+            "{names:?}"
+        );
+        // Hosts a and c: the path a - s0 - top - s1 - c stays, b, d, e and s2 go.
+        let hosts = Hosts {
+            host_of: vec![0, 1],
+            names: vec!["a".into(), "c".into()],
+            leaders: vec![0, 1],
+        };
+        let t = attach_ranks(&tree, &hosts).unwrap();
+        let mut names: Vec<&str> = t.vertices().iter().map(|v| v.name.as_str()).collect();
+        names.sort_unstable();
+        assert_eq!(names, ["a", "c", "r0", "r1", "s0", "s1", "top"]);
     }
 
     #[test]
