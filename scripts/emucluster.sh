@@ -112,6 +112,11 @@ probe_kernel() {
   elif ! out=$(ip netns exec "$ns" unshare --uts true 2>&1); then what="UTS namespaces (unshare --uts: $out)"
   fi
   ip netns del "$ns" 2>/dev/null || true
+  # The probe namespace is gone: drop its record, or `status` would call the cluster damaged.
+  if [ -f "$STATE_DIR/created" ] && ! ip netns list | awk '{print $1}' | grep -qx "$ns"; then
+    grep -vx "netns $ns" "$STATE_DIR/created" >"$STATE_DIR/created.tmp" || true
+    mv "$STATE_DIR/created.tmp" "$STATE_DIR/created"
+  fi
   if [ -n "$what" ]; then
     # Nothing but the probe was made: remove the state quietly so the refusal stays one line.
     [ ! -d "$STATE_DIR" ] || { teardown; UP_DONE=1; }
