@@ -35,6 +35,7 @@ mod bandwidth;
 mod driver;
 mod export;
 mod fit;
+mod joining;
 mod locate;
 pub mod metrics;
 mod refine;
@@ -52,18 +53,38 @@ use serde::Serialize;
 use std::collections::VecDeque;
 use std::fmt;
 
+/// Jobs with at most this many hosts measure every pair ([`Strategy::Auto`]): `n - 1` rounds of
+/// disjoint pairs cost little at this size (31 rounds of ~30 round trips), and weighing every
+/// pair at once is what copes with noise close to the shortest link (emulated hosts).
+pub const ALL_PAIRS_MAX_HOSTS: usize = 32;
+
 /// How hosts are inserted.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Strategy {
-    /// Concurrent insertion with adaptive sibling checks, verification and adaptive merge.
+    /// [`AllPairs`](Self::AllPairs) up to [`ALL_PAIRS_MAX_HOSTS`] hosts, else
+    /// [`Batch`](Self::Batch).
     #[default]
+    Auto,
+    /// Concurrent insertion with adaptive sibling checks, verification and adaptive merge.
     Batch,
     /// Seed 002 as published: one insertion at a time, every branch checked, `find_close_host`
     /// ten hosts ahead, snapping within the measured interval only.
     Paper,
-    /// Measure every pair (round-robin rounds), then build the tree from the full matrix.
+    /// Measure every pair (round-robin rounds, the sets of all pairs interleaved in time), then
+    /// build the tree from the full matrix by rooted neighbour joining ([`joining`]).
     AllPairs,
+}
+
+impl Strategy {
+    /// The strategy actually used for `n` hosts.
+    pub fn resolve(self, n: usize) -> Strategy {
+        match self {
+            Strategy::Auto if n <= ALL_PAIRS_MAX_HOSTS => Strategy::AllPairs,
+            Strategy::Auto => Strategy::Batch,
+            s => s,
+        }
+    }
 }
 
 /// Options of [`infer`].
@@ -87,7 +108,7 @@ pub struct InferOptions {
 impl Default for InferOptions {
     fn default() -> Self {
         InferOptions {
-            strategy: Strategy::Batch,
+            strategy: Strategy::Auto,
             seed: 1,
             ping: PingSpec::default(),
             bandwidth_bytes: None,
@@ -159,10 +180,11 @@ pub fn infer(prober: &mut dyn Prober, opts: &InferOptions) -> Result<Inferred, I
         )));
     }
     let names: Vec<String> = (0..n).map(|h| prober.host_name(h).to_string()).collect();
+    let strategy = opts.strategy.resolve(n);
     let mut run = driver::Run::new(prober, opts.ping, opts.seed);
-    run.hint = opts.locality_hint && opts.strategy != Strategy::Paper;
+    run.hint = opts.locality_hint && strategy != Strategy::Paper;
     let mut stats = InferStats::default();
-    let mut main = match opts.strategy {
+    let mut main = match strategy {
         Strategy::Paper => {
             let mut order: Vec<usize> = (0..n).collect();
             run.rng.shuffle(&mut order);
@@ -171,23 +193,25 @@ pub fn infer(prober: &mut dyn Prober, opts: &InferOptions) -> Result<Inferred, I
             run.insert_paper(&mut b, &paper_params(&run.store))?;
             b
         }
-        Strategy::Batch | Strategy::AllPairs => {
+        Strategy::AllPairs => {
+            let j = all_pairs(&mut run, n)?;
+            stats.noise_s = j.noise_s;
+            stats.merge_threshold_s = j.threshold_s;
+            let mut b = Builder::new(n, VecDeque::new());
+            b.tree = j.tree;
+            b
+        }
+        Strategy::Batch | Strategy::Auto => {
             let groups = insertion_groups(n, run.hint, &mut run.rng);
-            if opts.strategy == Strategy::AllPairs {
-                for round in crate::probe::round_robin_rounds(n) {
-                    run.measure(&round)?;
-                }
-            } else {
-                // Warm-up: consecutive hosts of each insertion order in one round of disjoint
-                // pairs (neighbours in host order with the hint). It yields the access length
-                // from the start (two hosts on one switch are two access links apart) and gives
-                // every host a first measurement for when its partner is inserted.
-                let warm: Vec<(usize, usize)> = groups
-                    .iter()
-                    .flat_map(|g| g.chunks_exact(2).map(|c| (c[1], c[0])).collect::<Vec<_>>())
-                    .collect();
-                run.measure(&warm)?;
-            }
+            // Warm-up: consecutive hosts of each insertion order in one round of disjoint
+            // pairs (neighbours in host order with the hint). It yields the access length
+            // from the start (two hosts on one switch are two access links apart) and gives
+            // every host a first measurement for when its partner is inserted.
+            let warm: Vec<(usize, usize)> = groups
+                .iter()
+                .flat_map(|g| g.chunks_exact(2).map(|c| (c[1], c[0])).collect::<Vec<_>>())
+                .collect();
+            run.measure(&warm)?;
             // With several blocks, a skeleton tree of one host per block grows in the same
             // rounds as the blocks: the far (slow) measurements happen while the blocks make
             // their near ones, instead of after them.
@@ -232,6 +256,117 @@ pub fn infer(prober: &mut dyn Prober, opts: &InferOptions) -> Result<Inferred, I
         stats,
         bandwidth,
     })
+}
+
+/// Re-measurements of a pair that breaks the triangle inequality before its value is capped.
+const TRIANGLE_RETRIES: usize = 2;
+
+/// [`Strategy::AllPairs`]: every pair, one set at a time over the whole round-robin schedule
+/// (so a pair's sets are far apart in time and a disturbance spoils at most one of them), pairs
+/// that break the triangle inequality measured again, then [`joining::join`] and a least-squares
+/// refit of the link latencies.
+///
+/// In a tree whose hosts are leaves, `d(i, j) < d(i, k) + d(k, j)` for every other host `k`
+/// (by twice `k`'s access link); minima of RTTs can only be inflated (queueing, a descheduled
+/// process), so a pair above that bound was inflated: it is measured again, and if it stays
+/// above, the bound is used in its place.
+fn all_pairs(run: &mut driver::Run, n: usize) -> Result<joining::Joined, InferError> {
+    let rounds = crate::probe::round_robin_rounds(n);
+    let spec = run.spec;
+    run.spec = PingSpec { sets: 1, ..spec };
+    let measured: Result<(), InferError> = (|| {
+        for _ in 0..spec.sets.max(1) {
+            for round in &rounds {
+                run.measure(round)?;
+            }
+        }
+        for _ in 0..TRIANGLE_RETRIES {
+            let bad = triangle_violations(n, &run.store);
+            if bad.is_empty() {
+                break;
+            }
+            log::debug!("{} pair(s) above the triangle bound; measuring them again", bad.len());
+            for round in disjoint_rounds(&bad) {
+                run.measure(&round)?;
+            }
+        }
+        Ok(())
+    })();
+    run.spec = spec;
+    measured?;
+    let raw = |a: usize, b: usize| {
+        if a == b {
+            0.0
+        } else {
+            run.store.get(a, b).map_or(0.0, |o| o.d)
+        }
+    };
+    let mut d = vec![0.0f64; n * n];
+    for a in 0..n {
+        for b in 0..n {
+            d[a * n + b] = raw(a, b);
+        }
+    }
+    for a in 0..n {
+        for b in (a + 1)..n {
+            let bound = (0..n)
+                .filter(|&k| k != a && k != b)
+                .map(|k| raw(a, k) + raw(k, b))
+                .fold(f64::INFINITY, f64::min);
+            if d[a * n + b] > bound {
+                d[a * n + b] = bound;
+                d[b * n + a] = bound;
+            }
+        }
+    }
+    if log::log_enabled!(log::Level::Debug) {
+        let mut csv = String::from("measured one-way distances (us):");
+        for a in 0..n {
+            csv.push('\n');
+            let row: Vec<String> = (0..n).map(|b| format!("{:.2}", d[a * n + b] * 1e6)).collect();
+            csv.push_str(&row.join(","));
+        }
+        log::debug!("{csv}");
+    }
+    let mut j = joining::join(n, &|a, b| d[a * n + b]);
+    log::debug!(
+        "joined: noise {:.3} us, merge threshold {:.3} us, {} switches",
+        j.noise_s * 1e6,
+        j.threshold_s * 1e6,
+        j.tree.switches().count()
+    );
+    refine::refit(&mut j.tree, &run.store, j.noise_s, 20);
+    Ok(j)
+}
+
+/// Pairs whose distance exceeds the sum over some third host.
+fn triangle_violations(n: usize, s: &store::Store) -> Vec<(usize, usize)> {
+    let d = |a: usize, b: usize| s.get(a, b).map_or(f64::INFINITY, |o| o.d);
+    let mut out = Vec::new();
+    for a in 0..n {
+        for b in (a + 1)..n {
+            let dab = d(a, b);
+            if (0..n).any(|k| k != a && k != b && d(a, k) + d(k, b) < dab) {
+                out.push((a, b));
+            }
+        }
+    }
+    out
+}
+
+/// Split `pairs` into rounds in which no host appears twice (greedy, in order).
+fn disjoint_rounds(pairs: &[(usize, usize)]) -> Vec<Vec<(usize, usize)>> {
+    let mut rounds: Vec<Vec<(usize, usize)>> = Vec::new();
+    for &(a, b) in pairs {
+        match rounds
+            .iter_mut()
+            .find(|r| r.iter().all(|&(x, y)| x != a && x != b && y != a && y != b))
+        {
+            Some(r) => r.push((a, b)),
+            None => rounds.push(vec![(a, b)]),
+        }
+    }
+    rounds
 }
 
 /// Hosts per independently grown tree when host order is a locality hint.

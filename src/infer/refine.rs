@@ -278,6 +278,23 @@ fn merge_short_links(t: &mut WorkTree, threshold: f64) -> u64 {
 /// Non-negative least squares of all link lengths against the usable measurements, excluding
 /// those off by more than `5 * noise` (when `noise > 0`).
 pub(crate) fn refit(t: &mut WorkTree, s: &Store, noise: f64, sweeps: usize) {
+    let obs: Vec<(usize, usize, f64)> = usable(t, s)
+        .into_iter()
+        .filter(|&(a, b, d)| noise <= 0.0 || (d - t.dist(a, b)).abs() <= 5.0 * noise)
+        .collect();
+    fit_links(t, &obs, sweeps);
+}
+
+/// Non-negative least squares of all link lengths against `obs` (vertex, vertex, one-way
+/// distance), starting from (and gently pulled towards) the current lengths.
+pub(crate) fn fit_links(t: &mut WorkTree, obs: &[(usize, usize, f64)], sweeps: usize) {
+    let weighted: Vec<(usize, usize, f64, f64)> = obs.iter().map(|&(a, b, d)| (a, b, d, 1.0)).collect();
+    fit_links_weighted(t, &weighted, sweeps);
+}
+
+/// [`fit_links`] with a weight per observation (vertex, vertex, distance, weight): weighted
+/// least squares, weights being inverse noise variances where they differ between pairs.
+pub(crate) fn fit_links_weighted(t: &mut WorkTree, obs: &[(usize, usize, f64, f64)], sweeps: usize) {
     // Unknowns: the link above every non-root vertex.
     let links: Vec<usize> = t.vertices().filter(|&v| t.parent(v).is_some()).collect();
     let m = links.len();
@@ -287,10 +304,7 @@ pub(crate) fn refit(t: &mut WorkTree, s: &Store, noise: f64, sweeps: usize) {
     let index: HashMap<usize, usize> = links.iter().enumerate().map(|(i, &v)| (v, i)).collect();
     let mut nmat = vec![0.0f64; m * m];
     let mut rhs = vec![0.0f64; m];
-    for (a, b, d) in usable(t, s) {
-        if noise > 0.0 && (d - t.dist(a, b)).abs() > 5.0 * noise {
-            continue;
-        }
+    for &(a, b, d, w) in obs {
         let path = t.path(a, b);
         let ids: Vec<usize> = path
             .windows(2)
@@ -300,9 +314,9 @@ pub(crate) fn refit(t: &mut WorkTree, s: &Store, noise: f64, sweeps: usize) {
             })
             .collect();
         for &i in &ids {
-            rhs[i] += d;
+            rhs[i] += w * d;
             for &j in &ids {
-                nmat[i * m + j] += 1.0;
+                nmat[i * m + j] += w;
             }
         }
     }

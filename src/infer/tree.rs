@@ -75,6 +75,33 @@ impl WorkTree {
         self.droot[vb] = self.len[vb];
     }
 
+    /// Build the whole tree from links `(node, parent node, length)` hanging below host `root`.
+    /// Node ids below the tree's host count are hosts, the others switches. The tree is then
+    /// rooted at the switch the root host hangs from, as [`split`](Self::split) leaves it.
+    pub fn build_rooted(&mut self, root: usize, links: &[(usize, usize, f64)]) {
+        assert_eq!(self.hosts_in, 0, "build_rooted on a non-empty tree");
+        let n = self.vertex_of.len();
+        let mut vid: std::collections::HashMap<usize, usize> = std::collections::HashMap::new();
+        let mut vertex = |t: &mut WorkTree, node: usize| -> usize {
+            *vid.entry(node)
+                .or_insert_with(|| t.new_vertex((node < n).then_some(node)))
+        };
+        let r = vertex(self, root);
+        self.root = r;
+        for &(node, parent, len) in links {
+            let (v, p) = (vertex(self, node), vertex(self, parent));
+            self.parent[v] = Some(p);
+            self.len[v] = len.max(0.0);
+            self.children[p].push(v);
+        }
+        self.refresh_depths_all();
+        if let Some(&top) = self.children[r].first() {
+            if !self.is_host(top) {
+                self.reroot(top);
+            }
+        }
+    }
+
     /// Start with a single host (a one-host job).
     pub fn init_single(&mut self, a: usize) {
         assert_eq!(self.hosts_in, 0);

@@ -12,12 +12,20 @@
 //!    RTTs into milliseconds (DESIGN.md section 5);
 //! 3. results come back to the coordinator in a non-blocking gather.
 //!
-//! `TREECAST_PROBE_PAIRS=K` splits every round into sub-rounds of at most K pairs. Real hosts
-//! have their own CPUs and need no limit; hosts emulated on one machine share its cores, and
-//! concurrent pairs there measure each other's scheduling instead of the network. When a
-//! sub-round has a single pair, its two leaders are pinned to two different CPUs while they
-//! measure (restored afterwards): left to the scheduler they sometimes share a core and every
-//! message then pays a context switch.
+//! The sets of a ping round are interleaved in time: set 1 of every pair, then set 2 of every
+//! pair, and so on. A disturbance (another process taking the CPU, a burst of traffic) lasts
+//! a while; measured back to back, all three sets of a pair fall into it and the minimum comes
+//! out inflated, while spread over the round at least one set usually misses it. Each set starts
+//! with one untimed round trip (the first message of a pair opens its connection).
+//!
+//! Concurrency: real hosts have their own CPUs and measure whole rounds at once. Hosts emulated
+//! on one machine (network namespaces, containers) share its cores, and concurrent pairs there
+//! measure each other's scheduling instead of the network. Leaders therefore compare kernels
+//! (`/proc/sys/kernel/random/boot_id`) first: when several hosts run on one kernel, at most
+//! (its CPUs / 2) pairs measure at once. `TREECAST_PROBE_PAIRS=K` sets the limit explicitly.
+//! When a sub-round has a single pair, its two leaders are pinned to two different CPUs while
+//! they measure (restored afterwards): left to the scheduler they sometimes share a core and
+//! every message then pays a context switch.
 
 use super::config::Config;
 use super::topo::Hosts;
@@ -38,9 +46,10 @@ const TAG_BULK: c_int = 4;
 const TAG_ACK: c_int = 5;
 
 /// Sleep between polls while waiting politely. Measured on the emulated cluster (9 hosts on 2
-/// cores): bystanders waking every 50 us still preempt the measuring pair; 1 ms does not, and
-/// costs each round at most about 1 ms of coordination.
-const POLITE_SLEEP: std::time::Duration = std::time::Duration::from_millis(1);
+/// cores, every pair measured, sets interleaved): 50 us and 1 ms wake-ups gave the same noise
+/// in the RTT matrix (0.2-0.4 us one-way), and 50 us probes 3.5x faster (each round's
+/// coordination crosses a tree of sleeping leaders).
+const POLITE_SLEEP: std::time::Duration = std::time::Duration::from_micros(50);
 
 /// What the coordinator asks for in one (sub-)round.
 #[derive(Serialize, Deserialize)]
@@ -243,6 +252,8 @@ fn run_round(comm: MPI_Comm, me: u32, round: &Round) -> Result<Vec<u8>> {
                 return Ok(Vec::new());
             }
             let mut buf = vec![0u8; bytes];
+            // Untimed: the first message of a pair may open its connection.
+            round_trip(comm, b as c_int, &mut buf)?;
             let m = ping_pair(a as usize, b as usize, spec, || round_trip(comm, b as c_int, &mut buf))?;
             send(comm, b as c_int, &buf, 0, TAG_STOP)?;
             postcard::to_stdvec(&m).map_err(other)
@@ -378,30 +389,42 @@ impl Prober for MpiProber<'_> {
     ) -> std::result::Result<Vec<PairMeasurement>, ProbeError> {
         check_round(self.n as usize, pairs)?;
         let t0 = raw::wtime();
-        let spec = *spec;
-        let blobs = self.rounds(pairs, |p| Round::Ping { spec, pairs: p })?;
-        let wall = raw::wtime() - t0;
-        let mut out = Vec::with_capacity(pairs.len());
-        for &(a, b) in pairs {
-            let m: PairMeasurement = postcard::from_bytes(&blobs[a])
-                .map_err(|e| ProbeError::Transport(format!("unreadable measurement from host {a}: {e}")))?;
-            if m.a != a || m.b != b {
-                return Err(ProbeError::Transport(format!(
-                    "host {a} answered for pair ({}, {}) instead of ({a}, {b})",
-                    m.a, m.b
-                )));
+        // One set at a time over all pairs (see the module doc), merged per pair afterwards.
+        let one_set = PingSpec { sets: 1, ..*spec };
+        let mut out: Vec<PairMeasurement> = pairs
+            .iter()
+            .map(|&(a, b)| PairMeasurement {
+                a,
+                b,
+                samples_s: Vec::new(),
+                set_len: Vec::new(),
+            })
+            .collect();
+        let mut measure = 0.0;
+        for _ in 0..spec.sets.max(1) {
+            let blobs = self.rounds(pairs, |p| Round::Ping {
+                spec: one_set,
+                pairs: p,
+            })?;
+            let mut this_set = Vec::with_capacity(pairs.len());
+            for &(a, b) in pairs {
+                let m = decode_measurement(&blobs[a], a, b)?;
+                this_set.push(m);
             }
-            if m.samples_s.iter().any(|s| !s.is_finite() || *s < 0.0) {
-                return Err(ProbeError::Transport(format!(
-                    "host {a} measured a negative or non-finite RTT to host {b}"
-                )));
+            measure += pairs
+                .chunks(self.max_pairs.max(1))
+                .map(|c| {
+                    c.iter()
+                        .map(|&(a, _)| out_duration(&this_set, pairs, a))
+                        .fold(0.0, f64::max)
+                })
+                .sum::<f64>();
+            for (acc, m) in out.iter_mut().zip(this_set) {
+                acc.samples_s.extend(m.samples_s);
+                acc.set_len.extend(m.set_len);
             }
-            out.push(m);
         }
-        let measure: f64 = pairs
-            .chunks(self.max_pairs.max(1))
-            .map(|c| c.iter().map(|&(a, _)| out_duration(&out, pairs, a)).fold(0.0, f64::max))
-            .sum();
+        let wall = raw::wtime() - t0;
         self.ledger.ping_round(pairs, measure, (wall - measure).max(0.0));
         Ok(out)
     }
@@ -435,6 +458,24 @@ impl Prober for MpiProber<'_> {
     fn stats(&self) -> &ProbeStats {
         self.ledger.stats()
     }
+}
+
+/// Host `a`'s encoded measurement of pair `(a, b)`, checked.
+fn decode_measurement(blob: &[u8], a: usize, b: usize) -> std::result::Result<PairMeasurement, ProbeError> {
+    let m: PairMeasurement = postcard::from_bytes(blob)
+        .map_err(|e| ProbeError::Transport(format!("unreadable measurement from host {a}: {e}")))?;
+    if m.a != a || m.b != b {
+        return Err(ProbeError::Transport(format!(
+            "host {a} answered for pair ({}, {}) instead of ({a}, {b})",
+            m.a, m.b
+        )));
+    }
+    if m.samples_s.is_empty() || m.samples_s.iter().any(|s| !s.is_finite() || *s < 0.0) {
+        return Err(ProbeError::Transport(format!(
+            "host {a} measured no RTT, or a negative or non-finite one, to host {b}"
+        )));
+    }
+    Ok(m)
 }
 
 /// Duration of the measurement initiated by host `a` (its position in `pairs` is that of `out`).
@@ -495,13 +536,77 @@ pub unsafe fn probe_and_infer(comm: MPI_Comm, rank: u32, hosts: &Hosts, cfg: &Co
     result
 }
 
+/// This leader's kernel (a hash of its boot id; 0 when unknown) and the CPUs it may run on.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+struct KernelInfo {
+    boot_id: u64,
+    cpus: u32,
+}
+
+fn kernel_info() -> KernelInfo {
+    let boot_id = std::fs::read_to_string("/proc/sys/kernel/random/boot_id")
+        .ok()
+        .map(|s| crate::util::fnv1a(s.trim().as_bytes()))
+        .unwrap_or(0);
+    // SAFETY: cpu_set_t is plain data; sched_getaffinity writes at most its size.
+    let cpus = unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        if libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) == 0 {
+            libc::CPU_COUNT(&set).max(1) as u32
+        } else {
+            1
+        }
+    };
+    KernelInfo { boot_id, cpus }
+}
+
+/// How many pairs may measure at once: unlimited on distinct machines; where several hosts run
+/// on one kernel they share its CPUs, and each measuring pair needs two of them.
+fn concurrent_pairs(kernels: &[KernelInfo]) -> Option<usize> {
+    let mut limit: Option<usize> = None;
+    for (i, k) in kernels.iter().enumerate() {
+        if k.boot_id == 0 {
+            continue;
+        }
+        let sharing = kernels.iter().filter(|o| o.boot_id == k.boot_id).count();
+        if sharing > 1 && kernels[..i].iter().all(|o| o.boot_id != k.boot_id) {
+            let here = (k.cpus as usize / 2).max(1);
+            limit = Some(limit.map_or(here, |l| l.min(here)));
+        }
+    }
+    limit
+}
+
+/// Every leader's [`KernelInfo`], on the coordinator (leaders' communicator, waited for politely).
+fn gather_kernels(comm: MPI_Comm, me: u32, n: u32) -> Result<Vec<KernelInfo>> {
+    let mine = postcard::to_stdvec(&kernel_info()).map_err(other)?;
+    let blobs = gather_results(comm, me, n, &mine)?;
+    blobs
+        .iter()
+        .map(|b| postcard::from_bytes(b).map_err(|e| other(format!("unreadable kernel info: {e}"))))
+        .collect()
+}
+
 /// Leader 0: run inference over the MPI prober, then end the other leaders' loops.
 fn coordinate(leaders: MPI_Comm, n: u32, hosts: &Hosts, cfg: &Config) -> Result<Topology> {
+    let kernels = gather_kernels(leaders, 0, n)?;
+    let shared = concurrent_pairs(&kernels);
+    let max_pairs = match (cfg.probe_pairs, shared) {
+        (Some(k), _) => k,
+        (None, Some(k)) => {
+            log::info!(
+                "treecast: {n} hosts run on {} kernel(s) (emulated hosts share CPUs): at most {k} pair(s) measure at once",
+                distinct_kernels(&kernels)
+            );
+            k
+        }
+        (None, None) => usize::MAX,
+    };
     let mut p = MpiProber {
         comm: leaders,
         n,
         names: &hosts.names,
-        max_pairs: cfg.probe_pairs.unwrap_or(usize::MAX),
+        max_pairs,
         ledger: ProbeLedger::new(n as usize),
     };
     let opts = InferOptions {
@@ -531,8 +636,16 @@ fn coordinate(leaders: MPI_Comm, n: u32, hosts: &Hosts, cfg: &Config) -> Result<
     Ok(inferred.topology)
 }
 
+fn distinct_kernels(kernels: &[KernelInfo]) -> usize {
+    let mut ids: Vec<u64> = kernels.iter().map(|k| k.boot_id).collect();
+    ids.sort_unstable();
+    ids.dedup();
+    ids.len()
+}
+
 /// Leaders 1..n: take part in rounds until the coordinator says done.
 fn serve(leaders: MPI_Comm, me: u32, n: u32) -> Result<()> {
+    gather_kernels(leaders, me, n)?;
     loop {
         let round: Round = bcast_value(leaders, None)?;
         if matches!(round, Round::Done) {
@@ -540,5 +653,34 @@ fn serve(leaders: MPI_Comm, me: u32, n: u32) -> Result<()> {
         }
         let mine = run_round(leaders, me, &round)?;
         gather_results(leaders, me, n, &mine)?;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn k(boot_id: u64, cpus: u32) -> KernelInfo {
+        KernelInfo { boot_id, cpus }
+    }
+
+    #[test]
+    fn distinct_machines_measure_whole_rounds() {
+        assert_eq!(concurrent_pairs(&[k(1, 2), k(2, 2), k(3, 64)]), None);
+        // Unknown kernels (0) are never taken as shared.
+        assert_eq!(concurrent_pairs(&[k(0, 2), k(0, 2)]), None);
+    }
+
+    #[test]
+    fn hosts_on_one_kernel_share_its_cpus() {
+        assert_eq!(concurrent_pairs(&[k(7, 2); 9]), Some(1));
+        assert_eq!(concurrent_pairs(&[k(7, 1); 3]), Some(1));
+        assert_eq!(concurrent_pairs(&[k(7, 16); 4]), Some(8));
+        // The most constrained shared kernel decides.
+        assert_eq!(
+            concurrent_pairs(&[k(7, 16), k(7, 16), k(8, 4), k(8, 4), k(9, 2)]),
+            Some(2)
+        );
+        assert_eq!(distinct_kernels(&[k(7, 16), k(7, 16), k(8, 4)]), 2);
     }
 }

@@ -38,8 +38,9 @@ pub struct Args {
     /// Number of inference trials (--model).
     #[arg(long, default_value_t = 1)]
     trials: usize,
-    /// Insertion strategy: batch (default), paper (seed 002 as published) or all-pairs.
-    #[arg(long, default_value = "batch")]
+    /// Strategy: auto (default: all-pairs for a complete --rtt matrix and for --model trees of
+    /// at most 32 hosts, else batch), batch, paper (seed 002 as published) or all-pairs.
+    #[arg(long, default_value = "auto")]
     strategy: String,
     /// Do not use host order as a locality hint.
     #[arg(long)]
@@ -60,12 +61,13 @@ pub struct Args {
 
 pub fn run(args: Args) -> Result<(), CliError> {
     let strategy = match args.strategy.as_str() {
+        "auto" => Strategy::Auto,
         "batch" => Strategy::Batch,
         "paper" => Strategy::Paper,
         "all-pairs" => Strategy::AllPairs,
         s => {
             return Err(CliError::Input(format!(
-                "--strategy: unknown strategy '{s}' (batch, paper or all-pairs)"
+                "--strategy: unknown strategy '{s}' (auto, batch, paper or all-pairs)"
             )))
         }
     };
@@ -101,7 +103,13 @@ fn from_matrix(file: &Path, format: &str, opts: &InferOptions) -> Result<(), Cli
     let name = file.display().to_string();
     let m = topology::rtt_csv::from_str(&read(file)?, &name)?;
     let mut prober = MatrixProber::new(&m, &name)?;
-    let r = infer(&mut prober, opts).map_err(infer_error)?;
+    // Every pair of a complete matrix is free: weigh them all at once.
+    let complete = m.rtt_us.iter().all(|row| row.iter().all(Option::is_some));
+    let mut opts = opts.clone();
+    if opts.strategy == Strategy::Auto {
+        opts.strategy = if complete { Strategy::AllPairs } else { Strategy::Batch };
+    }
+    let r = infer(&mut prober, &opts).map_err(infer_error)?;
     log::info!(
         "inferred {} switches from {} of {} pairs",
         r.topology.vertices_of_kind(topology::VertexKind::Switch).len(),
