@@ -3,7 +3,9 @@
 //!
 //! Each case brings a cluster up from a Slurm topology, runs the `pingpong` example across it
 //! (host names must be exactly the emulated hosts; every same-switch RTT must be below every
-//! cross-switch RTT) and `check_bcast` (topo_bcast byte-exact against MPI_Bcast for every root),
+//! cross-switch RTT), `treecast probe --format groups|json|slurm` (treecast's own probing and
+//! inference must find exactly the emulated leaf switches) and `check_bcast` (topo_bcast
+//! byte-exact against MPI_Bcast for every root, with the topology it probed),
 //! and tears the cluster down through a guard whose `Drop` runs `emucluster.sh down`, so a failed
 //! assertion leaves nothing behind; the end of each case checks that nothing is left.
 //!
@@ -197,6 +199,20 @@ fn parse_rtt_csv(text: &str) -> (Vec<String>, Vec<Vec<f64>>) {
     (hosts, m)
 }
 
+/// The hosts grouped by leaf switch, as `treecast ... --format groups` prints them.
+fn expected_groups(hosts: &[&str], switch_of: &dyn Fn(&str) -> usize) -> Vec<Vec<String>> {
+    let mut by: std::collections::BTreeMap<usize, Vec<String>> = Default::default();
+    for h in hosts {
+        by.entry(switch_of(h)).or_default().push(h.to_string());
+    }
+    let mut groups: Vec<Vec<String>> = by.into_values().collect();
+    for g in &mut groups {
+        g.sort();
+    }
+    groups.sort();
+    groups
+}
+
 /// RTTs of same-switch pairs and of cross-switch pairs.
 fn classes(hosts: &[String], m: &[Vec<f64>], switch_of: &dyn Fn(&str) -> usize) -> (Vec<f64>, Vec<f64>) {
     let (mut same, mut cross) = (Vec::new(), Vec::new());
@@ -285,6 +301,45 @@ fn scenario(
         matrix_text(&hosts, &m)
     );
     eprintln!("RTT matrix (us, min over runs):\n{}", matrix_text(&hosts, &m));
+
+    // treecast's own probing (under mpirun, nothing configured) recovers the leaf switches, in
+    // every output format.
+    let want_groups = expected_groups(expected_hosts, switch_of);
+    for format in ["groups", "json", "slurm"] {
+        let out = cluster.mpirun(
+            "block",
+            1,
+            Path::new(env!("CARGO_BIN_EXE_treecast")),
+            &["probe", "--format", format],
+        );
+        assert!(
+            out.status.success(),
+            "treecast probe --format {format} failed: {}",
+            show(&out)
+        );
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        let got = match format {
+            "groups" => text
+                .lines()
+                .filter(|l| !l.trim().is_empty())
+                .map(|l| l.split_whitespace().map(str::to_string).collect())
+                .collect(),
+            _ => {
+                let file = format!("probe.{}", if format == "json" { "json" } else { "conf" });
+                let t = treecast::topology::io::from_str_auto(&text, &file).unwrap_or_else(|e| {
+                    panic!("treecast probe --format {format} wrote an unreadable tree: {e}\n{text}")
+                });
+                treecast::infer::metrics::leaf_partition(&t).expect("leaf partition")
+            }
+        };
+        assert_eq!(
+            got,
+            want_groups,
+            "treecast probe --format {format} found other leaf switches:\n{text}\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        eprintln!("treecast probe --format {format}: leaf switches {got:?}");
+    }
 
     let (placement, rph) = bcast_placement;
     let out = cluster.mpirun(
