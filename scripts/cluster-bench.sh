@@ -3,7 +3,7 @@
 #
 #   scripts/cluster-bench.sh [--topology 3x3] [--extra-hops 2] [--uplink-rate 300mbit]
 #                            [--min 1KiB] [--max 16MiB] [--iters 50] [--ranks-per-host 1]
-#                            [--out bench-out] [--prefix P] [--existing] [--keep]
+#                            [--out bench-out] [--prefix P] [--existing] [--keep] [--spin]
 #                            [-- extra mpirun arguments]
 #
 # Brings up the emulated cluster (scripts/emucluster.sh; --existing uses the cluster that is
@@ -16,7 +16,12 @@
 #     4.1's HAN hands MPI_Bcast back to tuned on its first call (it needs a host with >= 2 ranks);
 #     the table says so. Use --ranks-per-host 2 to measure HAN's own hierarchical broadcast.
 #   - rank placement: block and round-robin (see emucluster.sh),
-# and writes OUT/bench-<collective>-<placement>.json, OUT/table.txt (medians, ratios topo/MPI,
+# All runs pass `--mca mpi_yield_when_idle 1`: the emulated hosts share this machine's few cores,
+# and with Open MPI's default busy-polling every waiting rank holds a core, so a 1 KiB broadcast
+# takes tens of milliseconds of scheduler time slices whatever the algorithm. Yielding makes the
+# times the network's and the algorithms' (both sides of every comparison run with it);
+# `--spin` measures the default busy-polling instead.
+# It writes OUT/bench-<collective>-<placement>.json, OUT/table.txt (medians, ratios topo/MPI,
 # the physical bound bytes / uplink rate), OUT/summary.json and OUT/plot.svg (log-log, one line
 # per variant, the bound dashed). The cluster it brought up is torn down at the end (also on
 # failure or Ctrl-C) unless --keep.
@@ -27,7 +32,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/env.sh
 
-topology=3x3 hops=2 rate=300mbit min=1KiB max=16MiB iters=50 rph=1 out=bench-out existing=0 keep=0
+topology=3x3 hops=2 rate=300mbit min=1KiB max=16MiB iters=50 rph=1 out=bench-out existing=0 keep=0 spin=0
 prefix="${EMUCLUSTER_PREFIX:-tcbench}"
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -42,6 +47,7 @@ while [ $# -gt 0 ]; do
     --prefix) prefix="$2"; shift 2;;
     --existing) existing=1; shift;;
     --keep) keep=1; shift;;
+    --spin) spin=1; shift;;
     --) shift; break;;
     *) echo "cluster-bench: unknown argument $1 (see the comment at the top of $0)" >&2; exit 2;;
   esac
@@ -75,7 +81,8 @@ runs=()
 for placement in block round-robin; do
   for coll in tuned han; do
     mca=()
-    [ "$coll" = han ] && mca=(--mca coll_han_priority 100 --mca coll_base_verbose 10)
+    [ "$spin" = 1 ] || mca+=(--mca mpi_yield_when_idle 1)
+    [ "$coll" = han ] && mca+=(--mca coll_han_priority 100 --mca coll_base_verbose 10)
     json="$out/bench-$coll-$placement.json" log="$out/bench-$coll-$placement.log"
     echo "== MPI_Bcast $coll, $placement placement, $rph rank(s) per host: $(date +%T)"
     "${emu[@]}" mpirun --placement "$placement" --ranks-per-host "$rph" "${mca[@]}" "${extra_mpirun[@]}" \
@@ -102,6 +109,6 @@ if [ "$rph" = 1 ]; then
   notes+=(--note "1 rank per host: Open MPI 4.1's HAN passes MPI_Bcast through to tuned (it needs >= 2 ranks on some host), so the han rows measure tuned again")
 fi
 python3 scripts/cluster_bench_report.py --out "$out" --uplink-bytes-per-s "$rate_bps" "${notes[@]}" \
-  --title "topo_bcast vs MPI_Bcast: emulated $topology, $hops extra hops per uplink, uplinks $state_rate, $rph rank(s)/host" \
+  --title "topo_bcast vs MPI_Bcast: emulated $topology, $hops extra hops per uplink, uplinks $state_rate, $rph rank(s)/host, $([ "$spin" = 1 ] && echo busy-polling || echo idle ranks yield)" \
   "${runs[@]}"
 echo "cluster-bench: wrote $out/table.txt, $out/summary.json, $out/plot.svg"
