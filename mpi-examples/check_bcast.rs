@@ -8,8 +8,9 @@
 //!   struct with padding), strided (a vector datatype with gaps). COMM: world, split, dup.
 //!   SIZE: bytes (elements = ceil(SIZE / type size)); suffixes KiB, MiB, GiB and `+N` allowed.
 //! - `check_bcast bad` — invalid root, negative count, a too-small buffer on one rank (same and
-//!   different size class): errors where expected, correct data elsewhere, no hang, and the
-//!   communicator still works afterwards.
+//!   different size class; small unsegmented and 1 MiB segmented plans; C ABI and Rust API):
+//!   errors where expected, correct data elsewhere, no write past any rank's count (guard
+//!   regions), no hang, and the communicator still works afterwards.
 //! - `check_bcast soak N` — N calls with varying roots and sizes; resident memory must not grow.
 //! - `check_bcast large BYTES` — one broadcast of BYTES (> 2 GiB) of u8, pattern-checked.
 //!
@@ -249,90 +250,229 @@ fn mode_bad(world: &mpi::topology::SimpleCommunicator) {
     }
     world.barrier();
 
-    // 3. Bad arguments on ONE rank (negative count, too small a buffer in the same size class,
-    //    a buffer of another size class): that rank errors, exactly its plan descendants get an
-    //    error, everyone else gets the data; then the communicator keeps working.
-    let bytes: u64 = 5000;
-    for root in 0..n {
-        for victim in 0..n {
-            for how in ["negative", "short", "half", "long"] {
-                if victim == root && how != "negative" {
-                    continue;
+    // 3. Bad arguments on ONE rank through the C ABI, small unsegmented plans: every root, every
+    //    victim, every way of being wrong.
+    const SMALL: u64 = 5000;
+    let every: Vec<(i32, i32)> = (0..n).flat_map(|root| (0..n).map(move |v| (root, v))).collect();
+    bad_on_one_rank(world, SMALL, &every, &["negative", "short", "half", "long"], 4096);
+    world.barrier();
+    if me == 0 {
+        println!("CHECK OK bad arguments on one rank ({n} ranks, {SMALL} B)");
+    }
+
+    // 4. Too small a buffer on one rank at 1 MiB + 3 B, where the default plan is a segmented
+    //    pipeline: "short" keeps the size class, so the victim runs the same pipeline with segment
+    //    bounds that disagree with the root's; "half" is a different class, so it joins the
+    //    root's plan in error mode. Two roots and every victim keep the job short (each case is
+    //    a megabyte through oversubscribed ranks) while still covering the victim at every
+    //    depth of the tree. The guard is one default segment, so a segment landing at a wrong
+    //    offset past the end would show.
+    const LARGE: u64 = (1 << 20) + 3;
+    let mut roots = vec![0, n - 1];
+    roots.dedup();
+    let pairs: Vec<(i32, i32)> = roots
+        .iter()
+        .flat_map(|&root| (0..n).filter(move |&v| v != root).map(move |v| (root, v)))
+        .collect();
+    bad_on_one_rank(world, LARGE, &pairs, &["short", "half"], 128 * 1024);
+    world.barrier();
+    if me == 0 {
+        println!("CHECK OK too small a buffer on one rank, segmented plans ({n} ranks, {LARGE} B)");
+    }
+
+    // 5. The same through the Rust API.
+    bad_rust_api(world);
+}
+
+/// Fill a guard region placed right after the elements a rank passes to topo_bcast.
+fn guard_fill(guard: &mut [u8], seed: u64) {
+    fill(guard, seed ^ 0x6a09_e667_f3bc_c908);
+}
+
+/// Fail if anything wrote into the guard region after a rank's `count` elements.
+fn guard_check(what: &str, guard: &[u8], seed: u64) {
+    let mut expect = vec![0u8; guard.len()];
+    guard_fill(&mut expect, seed);
+    if let Some(i) = guard.iter().zip(&expect).position(|(a, b)| a != b) {
+        fail(format!(
+            "{what}: memory past the buffer's count was overwritten (guard byte {i} of {})",
+            guard.len()
+        ));
+    }
+}
+
+/// Bad arguments on ONE rank (`victim`) through the C ABI, for each `(root, victim)` in `pairs`
+/// and each way in `hows` (negative count, one byte short = same size class, half = another size
+/// class, 8 bytes long): that rank gets the matching MPI error, exactly its plan descendants get
+/// an error, everyone else gets the data; nobody writes into the `guard` bytes after its count;
+/// then the communicator keeps working.
+fn bad_on_one_rank(
+    world: &mpi::topology::SimpleCommunicator,
+    bytes: u64,
+    pairs: &[(i32, i32)],
+    hows: &[&str],
+    guard: usize,
+) {
+    let n = world.size();
+    let me = world.rank();
+    for &(root, victim) in pairs {
+        for &how in hows {
+            if victim == root && how != "negative" {
+                continue;
+            }
+            let seed = 77 + root as u64 * 31 + victim as u64 + bytes;
+            let my_count: i32 = if me != victim {
+                bytes as i32
+            } else {
+                match how {
+                    "negative" => -1,
+                    "short" => bytes as i32 - 1,
+                    "half" => bytes as i32 / 2,
+                    _ => bytes as i32 + 8,
                 }
-                let seed = 77 + root as u64 * 31 + victim as u64;
-                let mut buf = vec![0u8; bytes as usize];
-                if me == root {
-                    fill(&mut buf, seed);
-                }
-                let my_count: i32 = if me != victim {
-                    bytes as i32
+            };
+            // The elements this rank hands over (a negative count hands over none, but the
+            // buffer still holds the message so the guard sits where an overrun would go).
+            let region = if my_count < 0 {
+                bytes as usize
+            } else {
+                my_count as usize
+            };
+            let mut buf = vec![0u8; region + guard];
+            if me == root {
+                fill(&mut buf[..bytes as usize], seed);
+            }
+            guard_fill(&mut buf[region..], seed);
+            let code = unsafe {
+                treecast::capi::topo_bcast(
+                    buf.as_mut_ptr() as *mut _,
+                    my_count,
+                    mpi::ffi::RSMPI_UINT8_T,
+                    root,
+                    world.as_raw(),
+                )
+            };
+            let mut msg = vec![0 as std::os::raw::c_char; 512];
+            unsafe { treecast::capi::treecast_last_error(msg.as_mut_ptr(), 512) };
+            let msg = unsafe { std::ffi::CStr::from_ptr(msg.as_ptr()) }
+                .to_string_lossy()
+                .into_owned();
+            let what = format!("{bytes} B, root {root}, rank {victim} {how}, at rank {me}");
+            guard_check(&what, &buf[region..], seed);
+            let downstream = descendants(n, root, bytes, victim);
+            if me == victim {
+                let want = if how == "negative" {
+                    mpi::ffi::MPI_ERR_COUNT
                 } else {
-                    match how {
-                        "negative" => -1,
-                        "short" => bytes as i32 - 1,
-                        "half" => bytes as i32 / 2,
-                        _ => bytes as i32 + 8,
-                    }
+                    mpi::ffi::MPI_ERR_TRUNCATE
                 };
-                if my_count > buf.len() as i32 {
-                    buf.resize(my_count as usize, 0);
+                if code != want as i32 {
+                    fail(format!(
+                        "{what}: expected error {want} on the bad rank, got {code} ({msg})"
+                    ));
                 }
-                let code = unsafe {
-                    treecast::capi::topo_bcast(
-                        buf.as_mut_ptr() as *mut _,
-                        my_count,
-                        mpi::ffi::RSMPI_UINT8_T,
-                        root,
-                        world.as_raw(),
-                    )
-                };
-                let mut msg = vec![0 as std::os::raw::c_char; 512];
-                unsafe { treecast::capi::treecast_last_error(msg.as_mut_ptr(), 512) };
-                let msg = unsafe { std::ffi::CStr::from_ptr(msg.as_ptr()) }
-                    .to_string_lossy()
-                    .into_owned();
-                let what = format!("root {root}, rank {victim} {how}, at rank {me}");
-                let downstream = descendants(n, root, bytes, victim);
-                if me == victim {
-                    let want = if how == "negative" {
-                        mpi::ffi::MPI_ERR_COUNT
-                    } else {
-                        mpi::ffi::MPI_ERR_TRUNCATE
-                    };
-                    if code != want as i32 {
-                        fail(format!(
-                            "{what}: expected error {want} on the bad rank, got {code} ({msg})"
-                        ));
-                    }
-                } else if victim == root || downstream.contains(&me) {
-                    if code == mpi::ffi::MPI_SUCCESS as i32 {
-                        fail(format!("{what}: downstream of the bad rank but got success"));
-                    }
-                    if !msg.contains("rank") {
-                        fail(format!("{what}: error message does not name the rank: {msg}"));
-                    }
-                } else {
-                    if code != mpi::ffi::MPI_SUCCESS as i32 {
-                        fail(format!("{what}: not downstream of the bad rank but got {code} ({msg})"));
-                    }
-                    let mut expect = vec![0u8; bytes as usize];
-                    fill(&mut expect, seed);
-                    compare(&what, &buf[..bytes as usize], &expect);
+            } else if victim == root || downstream.contains(&me) {
+                if code == mpi::ffi::MPI_SUCCESS as i32 {
+                    fail(format!("{what}: downstream of the bad rank but got success"));
                 }
-                // The communicator still works.
-                let mut ok = [me as u8; 64];
-                world
-                    .topo_bcast(&mut ok[..], root)
-                    .unwrap_or_else(|e| fail(format!("{what}: follow-up broadcast failed: {e}")));
-                if ok.iter().any(|&x| x != root as u8) {
-                    fail(format!("{what}: follow-up broadcast delivered wrong data"));
+                if !msg.contains("rank") {
+                    fail(format!("{what}: error message does not name the rank: {msg}"));
                 }
+            } else {
+                if code != mpi::ffi::MPI_SUCCESS as i32 {
+                    fail(format!("{what}: not downstream of the bad rank but got {code} ({msg})"));
+                }
+                let mut expect = vec![0u8; bytes as usize];
+                fill(&mut expect, seed);
+                compare(&what, &buf[..bytes as usize], &expect);
+            }
+            // The communicator still works.
+            let mut ok = [me as u8; 64];
+            world
+                .topo_bcast(&mut ok[..], root)
+                .unwrap_or_else(|e| fail(format!("{what}: follow-up broadcast failed: {e}")));
+            if ok.iter().any(|&x| x != root as u8) {
+                fail(format!("{what}: follow-up broadcast delivered wrong data"));
             }
         }
     }
+}
+
+/// Too small a buffer on one rank through the Rust API, on a segmented plan: `f64` elements,
+/// 1 MiB + 24 B from the last rank, one element short on the non-root rank with the most
+/// descendants (so the error has somewhere to travel). That rank must get `Err` of kind
+/// `Truncate`, its descendants `Err`, the others `Ok` and the data; no rank may write past its
+/// slice; afterwards a correct broadcast succeeds everywhere.
+fn bad_rust_api(world: &mpi::topology::SimpleCommunicator) {
+    let n = world.size();
+    let me = world.rank();
+    if n < 2 {
+        // One rank has nobody to disagree with: topo_bcast has nothing to move.
+        if me == 0 {
+            println!("CHECK OK too small a buffer via the Rust API (1 rank: no peer, nothing to check)");
+        }
+        return;
+    }
+    const ELEMS: usize = ((1 << 20) + 24) / 8;
+    const GUARD_ELEMS: usize = 128 * 1024 / 8;
+    let bytes = (ELEMS * 8) as u64;
+    let root = n - 1;
+    let victim = (0..n)
+        .filter(|&r| r != root)
+        .max_by_key(|&r| (descendants(n, root, bytes, r).len(), -r))
+        .expect("n >= 2");
+    let downstream = descendants(n, root, bytes, victim);
+    let value = |i: usize| i as f64 * 0.25 + 1.0;
+    let guard_value = |i: usize| -(i as f64) - 0.5;
+    let count = if me == victim { ELEMS - 1 } else { ELEMS };
+    let mut buf = vec![-7.0f64; count + GUARD_ELEMS];
+    if me == root {
+        buf[..ELEMS].iter_mut().enumerate().for_each(|(i, x)| *x = value(i));
+    }
+    buf[count..]
+        .iter_mut()
+        .enumerate()
+        .for_each(|(i, x)| *x = guard_value(i));
+    let what = format!("Rust API, {bytes} B of f64 from root {root}, rank {victim} one element short, at rank {me}");
+    let result = world.topo_bcast(&mut buf[..count], root);
+    if let Some(i) = buf[count..].iter().enumerate().position(|(i, &x)| x != guard_value(i)) {
+        fail(format!("{what}: element {i} past the slice was overwritten"));
+    }
+    match result {
+        Err(e) if me == victim && e.kind == ErrorKind::Truncate => {}
+        other if me == victim => fail(format!("{what}: expected a truncate error, got {other:?}")),
+        Err(e) if downstream.contains(&me) => {
+            if !e.message.contains("rank") {
+                fail(format!("{what}: error message does not name the rank: {e}"));
+            }
+        }
+        Ok(()) if downstream.contains(&me) => fail(format!("{what}: downstream of the bad rank but got Ok")),
+        Err(e) => fail(format!("{what}: not downstream of the bad rank but got {e}")),
+        Ok(()) => {
+            if let Some(i) = (0..ELEMS).find(|&i| buf[i] != value(i)) {
+                fail(format!("{what}: element {i} is {} instead of {}", buf[i], value(i)));
+            }
+        }
+    }
+    // A correct broadcast of the same size afterwards succeeds with the right data everywhere.
+    let mut again = vec![0.0f64; ELEMS];
+    if me == root {
+        again.iter_mut().enumerate().for_each(|(i, x)| *x = value(i) * 2.0);
+    }
+    world
+        .topo_bcast(&mut again[..], root)
+        .unwrap_or_else(|e| fail(format!("{what}: follow-up broadcast failed: {e}")));
+    if let Some(i) = (0..ELEMS).find(|&i| again[i] != value(i) * 2.0) {
+        fail(format!(
+            "{what}: follow-up broadcast delivered wrong data at element {i}"
+        ));
+    }
     world.barrier();
     if me == 0 {
-        println!("CHECK OK bad arguments on one rank ({n} ranks)");
+        println!(
+            "CHECK OK too small a buffer via the Rust API (rank {victim} truncated, {} downstream got errors)",
+            downstream.len()
+        );
     }
 }
 

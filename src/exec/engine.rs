@@ -1,9 +1,18 @@
 //! Runs one rank's part of a [`Plan`] with non-blocking point-to-point calls.
 //!
-//! Normal mode ([`run_posted`]): every receive is posted up front into its place in the byte
+//! Normal mode ([`run_posted`]): receives are posted up front into their places in the byte
 //! buffer; sends are issued strictly in plan order, each as soon as its segments have arrived,
 //! so segmented plans pipeline. Completion is polled with `MPI_Testsome`, which lets the loop
 //! notice trouble instead of blocking forever:
+//!
+//! - a receive near the end of the buffer never lands there directly: Open MPI 4.1's rendezvous
+//!   paths (vader single copy from 4 KiB, tcp from 64 KiB) write a too-long message in full past
+//!   a truncated receive, so a receive posted there would overwrite the caller's memory after its
+//!   buffer (see [`spill_bound`]). Small ones are posted into a staging area big enough for any
+//!   matching message and copied into place when the size is right (keeping the pre-posted
+//!   eager path for latency); large ones are taken with a matched probe (`MPI_Improbe`, then
+//!   `MPI_Imrecv` into the buffer if the size is right, into throw-away memory otherwise), which
+//!   costs no memory and nothing beyond the rendezvous handshake they pay anyway;
 //!
 //! - a receive that fails or delivers a byte count other than expected (the sender's message
 //!   size differs, or the sender is passing on a failure) poisons this rank: the plan still runs
@@ -122,14 +131,40 @@ pub struct Scratch {
     sreq: Vec<MPI_Request>,
     idx: Vec<c_int>,
     sts: Vec<MPI_Status>,
+    /// Receives taken by matched probe, in plan order (indices into `rreq`/`rinfo`).
+    deferred: Vec<usize>,
+    /// Peers with a deferred receive (later receives from them must wait: message order).
+    deferred_peers: Vec<u32>,
+    /// Peers whose next message has not arrived yet, within one pass of `take_deferred`.
+    blocked: Vec<u32>,
+    /// Throw-away memory for messages whose size is wrong (error path only).
+    spill: Vec<Vec<u8>>,
+    /// Per receive: offset of its staging area in `stage`, or `NOT_STAGED`.
+    stage_off: Vec<usize>,
+    /// Staging memory for small receives near the end of the buffer.
+    stage: Vec<u8>,
 }
+
+const NOT_STAGED: usize = usize::MAX;
+
+/// Largest receive that is staged rather than taken by matched probe: Open MPI's shared-memory
+/// eager limit (vader, 4 KiB). Eager messages are fastest into a pre-posted receive (a probed one
+/// is first copied aside as unexpected), and copying at most 4 KiB out of staging is cheap; larger
+/// ones go by rendezvous, where the probe rides on the handshake and the data moves straight into
+/// the buffer, while staging would add a copy of the whole receive.
+const STAGE_MAX_BYTES: u64 = 4 * 1024;
 
 impl Scratch {
     /// Drop capacity beyond what small plans need, so one huge pipelined call does not pin
     /// memory for the rest of the job.
     fn trim(&mut self) {
         const KEEP: usize = 1024;
-        if self.rreq.capacity() > KEEP || self.sreq.capacity() > KEEP || self.ready.capacity() > KEEP {
+        self.spill.clear();
+        if self.rreq.capacity() > KEEP
+            || self.sreq.capacity() > KEEP
+            || self.ready.capacity() > KEEP
+            || self.stage.capacity() > 4 * spill_bound(STAGE_MAX_BYTES) as usize
+        {
             *self = Scratch::default();
         }
     }
@@ -170,19 +205,60 @@ unsafe fn run_posted_inner(
     sc.rreq.clear();
     sc.rinfo.clear();
     sc.sreq.clear();
+    sc.deferred.clear();
+    sc.deferred_peers.clear();
+    sc.spill.clear();
+    sc.stage_off.clear();
 
-    // Post every receive.
+    // Receives whose worst-case spill would leave the buffer ("exposed"): small ones get a
+    // staging area (sized in a first pass, so `stage` never moves once receives are posted).
+    let exposed = |lo: u64, hi: u64| lo.saturating_add(spill_bound(hi - lo)) > len;
+    let mut stage_len = 0usize;
+    for op in ops {
+        if let Op::Recv { segs, .. } = *op {
+            let (lo, hi) = range_bounds(len, nsegs, segs);
+            if exposed(lo, hi) && hi - lo <= STAGE_MAX_BYTES {
+                stage_len += spill_bound(hi - lo) as usize;
+            }
+        }
+    }
+    if sc.stage.len() < stage_len {
+        sc.stage.resize(stage_len, 0);
+    }
+
+    // Post every receive that is safe where it is, and the staged ones. Large exposed ones, and
+    // every later receive from the same peer (messages from one peer match receives in posting
+    // order), are deferred to a matched probe in the loop below.
+    let mut stage_next = 0usize;
     for op in ops {
         if let Op::Recv { peer, segs } = *op {
             let (lo, hi) = range_bounds(len, nsegs, segs);
-            match raw::irecv_bytes(buf.add(lo as usize), hi - lo, peer as i32, tag, ctx.comm) {
-                Ok(r) => sc.rreq.push(r),
-                Err(e) => {
-                    cancel_all(&mut sc.rreq);
-                    return Err(e);
+            let mut off = NOT_STAGED;
+            let defer = sc.deferred_peers.contains(&peer) || (exposed(lo, hi) && hi - lo > STAGE_MAX_BYTES);
+            if defer {
+                if !sc.deferred_peers.contains(&peer) {
+                    sc.deferred_peers.push(peer);
+                }
+                sc.deferred.push(sc.rreq.len());
+                sc.rreq.push(raw::null_request());
+            } else {
+                let (dst, cap) = if exposed(lo, hi) {
+                    off = stage_next;
+                    stage_next += spill_bound(hi - lo) as usize;
+                    (sc.stage.as_mut_ptr().add(off), spill_bound(hi - lo))
+                } else {
+                    (buf.add(lo as usize), hi - lo)
+                };
+                match raw::irecv_bytes(dst, cap, peer as i32, tag, ctx.comm) {
+                    Ok(r) => sc.rreq.push(r),
+                    Err(e) => {
+                        cancel_all(&mut sc.rreq);
+                        return Err(e);
+                    }
                 }
             }
             sc.rinfo.push((peer, segs, hi - lo));
+            sc.stage_off.push(off);
         }
     }
     let mut next_op = 0usize;
@@ -222,6 +298,17 @@ unsafe fn run_posted_inner(
     sc.sts.resize_with(nrecv, raw::empty_status);
     let mut idle = Idle::new();
     while pending > 0 {
+        if !sc.deferred.is_empty() {
+            match take_deferred(ctx, tag, buf, len, nsegs, sc) {
+                Ok(true) => idle.progress(),
+                Ok(false) => {}
+                Err(e) => {
+                    cancel_all(&mut sc.rreq);
+                    release_all(&mut sc.sreq);
+                    return Err(e);
+                }
+            }
+        }
         for st in sc.sts.iter_mut() {
             st.MPI_ERROR = ffi::MPI_SUCCESS as c_int;
         }
@@ -241,8 +328,17 @@ unsafe fn run_posted_inner(
             for k in 0..outcount as usize {
                 let i = sc.idx[k] as usize;
                 let (peer, segs, expected) = sc.rinfo[i];
+                let bad = check_arrival(ctx, &sc.sts[k], peer, expected);
+                if bad.is_none() && sc.stage_off[i] != NOT_STAGED {
+                    let lo = range_bounds(len, nsegs, segs).0 as usize;
+                    std::ptr::copy_nonoverlapping(
+                        sc.stage.as_ptr().add(sc.stage_off[i]),
+                        buf.add(lo),
+                        expected as usize,
+                    );
+                }
                 if poison.is_none() {
-                    poison = check_arrival(ctx, &sc.sts[k], peer, expected);
+                    poison = bad;
                 }
                 for s in segs.range() {
                     sc.ready[s as usize] = true;
@@ -264,12 +360,9 @@ unsafe fn run_posted_inner(
             }
             if let Some(t) = ctx.timeout_s {
                 if idle_s > t {
-                    let waiting: Vec<u32> = sc
-                        .rinfo
-                        .iter()
-                        .zip(&sc.rreq)
-                        .filter(|(_, r)| **r != raw::null_request())
-                        .map(|(i, _)| i.0)
+                    let waiting: Vec<u32> = (0..nrecv)
+                        .filter(|&i| sc.rreq[i] != raw::null_request() || sc.deferred.contains(&i))
+                        .map(|i| sc.rinfo[i].0)
                         .collect();
                     cancel_all(&mut sc.rreq);
                     release_all(&mut sc.sreq);
@@ -284,6 +377,56 @@ unsafe fn run_posted_inner(
         None => Outcome::Done,
         Some(e) => Outcome::Poisoned(e),
     })
+}
+
+/// Most bytes a matching message can carry for a receive of `expected` bytes. A message only
+/// matches if its tag carries our size class, so its sender's buffer is below `2^c <= 2 *` ours;
+/// that sender's share of the same segment range, with both rounded to whole bytes, is then at
+/// most `2 * expected + 2` bytes. A receive posted at `lo` is safe from Open MPI's truncation
+/// overrun when `lo + spill_bound(expected) <= len`: it may scribble on later segments of this
+/// (already failing) rank's buffer, never past it.
+fn spill_bound(expected: u64) -> u64 {
+    expected.saturating_mul(2).saturating_add(2)
+}
+
+/// Take the next message of each peer with a deferred receive, if it has arrived: into the
+/// buffer when its size is the expected one, into throw-away memory otherwise (the status then
+/// shows the wrong size and `check_arrival` reports it). Returns whether anything was taken.
+///
+/// # Safety
+/// As [`run_posted`]: `buf[..len]` valid; `sc.rinfo`/`sc.rreq` set up by `run_posted_inner`.
+unsafe fn take_deferred(ctx: &CallCtx, tag: i32, buf: *mut u8, len: u64, nsegs: u32, sc: &mut Scratch) -> Result<bool> {
+    let mut took = false;
+    // A peer's first deferred receive is the only one its next message can be for.
+    sc.blocked.clear();
+    let mut k = 0;
+    while k < sc.deferred.len() {
+        let i = sc.deferred[k];
+        let (peer, segs, expected) = sc.rinfo[i];
+        if sc.blocked.contains(&peer) {
+            k += 1;
+            continue;
+        }
+        let Some((mut msg, n)) = improbe(ctx, peer, tag)? else {
+            sc.blocked.push(peer);
+            k += 1;
+            continue;
+        };
+        let dst = if n == expected {
+            buf.add(range_bounds(len, nsegs, segs).0 as usize)
+        } else {
+            sc.spill.push(vec![0u8; n.max(1) as usize]);
+            sc.spill.last_mut().expect("just pushed").as_mut_ptr()
+        };
+        let (count, dt) = raw::byte_message_type(n)?;
+        check(
+            ffi::PMPI_Imrecv(dst as *mut _, count, dt.handle(), &mut msg, &mut sc.rreq[i]),
+            "MPI_Imrecv",
+        )?;
+        sc.deferred.remove(k);
+        took = true;
+    }
+    Ok(took)
 }
 
 /// Check a completed receive: an MPI error (e.g. truncation) or a byte count other than
@@ -432,8 +575,10 @@ pub fn run_probed(ctx: &CallCtx, plan: &LocalPlan, class: u8) -> Result<()> {
     raw::wait_all(&mut sreq)
 }
 
-/// Receive and discard one message from `peer` with `tag` if one is waiting.
-fn drain_one(ctx: &CallCtx, peer: u32, tag: i32) -> Result<bool> {
+/// Matched probe: take the next message from `peer` with `tag` off the queue if one is waiting,
+/// with its size in bytes. Only the returned handle can receive it, so no other receive can
+/// match it in between (unlike `MPI_Iprobe` + `MPI_Irecv`).
+fn improbe(ctx: &CallCtx, peer: u32, tag: i32) -> Result<Option<(ffi::MPI_Message, u64)>> {
     let mut flag = 0;
     // SAFETY: MPI_Message handle and status are ours to fill.
     unsafe {
@@ -444,9 +589,19 @@ fn drain_one(ctx: &CallCtx, peer: u32, tag: i32) -> Result<bool> {
             "MPI_Improbe",
         )?;
         if flag == 0 {
-            return Ok(false);
+            return Ok(None);
         }
-        let n = raw::status_bytes(&st)?;
+        Ok(Some((msg, raw::status_bytes(&st)?)))
+    }
+}
+
+/// Receive and discard one message from `peer` with `tag` if one is waiting.
+fn drain_one(ctx: &CallCtx, peer: u32, tag: i32) -> Result<bool> {
+    let Some((mut msg, n)) = improbe(ctx, peer, tag)? else {
+        return Ok(false);
+    };
+    // SAFETY: the message handle is ours; scratch holds all `n` bytes.
+    unsafe {
         let mut scratch = vec![0u8; n as usize];
         let (count, dt) = raw::byte_message_type(n)?;
         let mut st2 = raw::empty_status();

@@ -1,8 +1,15 @@
 //! `treecast bench` (run under mpirun): topo_bcast vs MPI_Bcast, side by side in one run.
 //!
-//! For each size, iterations alternate MPI_Bcast and topo_bcast on the same buffer so both see
-//! the same machine noise. One iteration's time is the slowest rank's (barrier, broadcast,
-//! per-rank elapsed, max over ranks); the table reports medians and the ratio topo/MPI.
+//! For each size, every iteration runs MPI_Bcast and topo_bcast on the same buffer so both see
+//! the same machine noise, and the order flips every iteration (even: MPI first, odd: topo
+//! first) so neither always runs straight after the barrier-synchronised start nor always in
+//! the wake of the other's traffic. Each broadcast is timed from its own barrier; one
+//! iteration's time is the slowest rank's (max over ranks); the table reports medians and the
+//! ratio topo/MPI.
+//!
+//! Sizes are `--min * --step^k`, plus `--max` itself (a geometric step usually overshoots it, and
+//! the largest size asked for must be measured) and 64 KiB (the upper end of the small-message
+//! latency target, which powers of 4 from 8 B skip), sorted and without repeats.
 
 use crate::CliError;
 use mpi::collective::SystemOperation;
@@ -16,7 +23,7 @@ pub struct Args {
     /// Smallest message size (bytes; suffixes KiB, MiB accepted).
     #[arg(long, default_value = "8")]
     min: String,
-    /// Largest message size.
+    /// Largest message size (always measured, as the last row).
     #[arg(long, default_value = "16MiB")]
     max: String,
     /// Size multiplier between steps.
@@ -55,6 +62,31 @@ fn median(v: &mut [f64]) -> f64 {
     }
 }
 
+/// 64 KiB: the upper end of the small-message latency target (8 B .. 64 KiB), measured
+/// whenever it lies in the sweep's range.
+const LATENCY_TARGET_MAX: u64 = 64 * 1024;
+
+/// The message sizes of a sweep: `min * step^k` up to `max`, plus `max` and 64 KiB when in
+/// range; ascending, no repeats. Needs `0 < min <= max` and `step >= 2`.
+fn sweep_sizes(min: u64, max: u64, step: u64) -> Vec<u64> {
+    let mut sizes = Vec::new();
+    let mut size = min;
+    while size <= max {
+        sizes.push(size);
+        size = match size.checked_mul(step) {
+            Some(s) => s,
+            None => break,
+        };
+    }
+    sizes.push(max);
+    if (min..=max).contains(&LATENCY_TARGET_MAX) {
+        sizes.push(LATENCY_TARGET_MAX);
+    }
+    sizes.sort_unstable();
+    sizes.dedup();
+    sizes
+}
+
 pub fn run(args: Args) -> Result<(), CliError> {
     let min = parse_bytes(&args.min).ok_or_else(|| CliError::Input(format!("--min: bad size '{}'", args.min)))?;
     let max = parse_bytes(&args.max).ok_or_else(|| CliError::Input(format!("--max: bad size '{}'", args.max)))?;
@@ -79,8 +111,7 @@ pub fn run(args: Args) -> Result<(), CliError> {
     }
     world.topo_init().map_err(|e| CliError::Failed(e.to_string()))?;
     let mut rows = Vec::new();
-    let mut size = min;
-    while size <= max {
+    for size in sweep_sizes(min, max, args.step) {
         let iters = (args.iters * 65536 / size.max(65536)).clamp(5, args.iters);
         let warmup = 3.min(iters);
         let mut buf = vec![0u8; size as usize];
@@ -91,18 +122,26 @@ pub fn run(args: Args) -> Result<(), CliError> {
             if me == root {
                 buf.iter_mut().for_each(|b| *b = it as u8);
             }
-            world.barrier();
-            let t0 = mpi::time();
-            world.process_at_rank(root).broadcast_into(&mut buf[..]);
-            let t_mpi = mpi::time() - t0;
-            world.barrier();
-            let t0 = mpi::time();
-            world
-                .topo_bcast(&mut buf[..], root)
-                .map_err(|e| CliError::Failed(e.to_string()))?;
-            let t_topo = mpi::time() - t0;
-            if buf.first().is_some_and(|&b| b != it as u8) {
-                return Err(CliError::Failed(format!("rank {me}: wrong data at {size} bytes")));
+            let mut t_mpi = 0.0;
+            let mut t_topo = 0.0;
+            // Even iterations MPI first, odd ones topo first.
+            for topo in [it % 2 == 1, it % 2 == 0] {
+                world.barrier();
+                let t0 = mpi::time();
+                if topo {
+                    world
+                        .topo_bcast(&mut buf[..], root)
+                        .map_err(|e| CliError::Failed(e.to_string()))?;
+                    t_topo = mpi::time() - t0;
+                    // On topo-first iterations non-roots still hold the previous iteration's
+                    // bytes, so this catches a topo_bcast that delivered nothing.
+                    if buf.first().is_some_and(|&b| b != it as u8) || buf.last().is_some_and(|&b| b != it as u8) {
+                        return Err(CliError::Failed(format!("rank {me}: wrong data at {size} bytes")));
+                    }
+                } else {
+                    world.process_at_rank(root).broadcast_into(&mut buf[..]);
+                    t_mpi = mpi::time() - t0;
+                }
             }
             if it >= warmup {
                 mpi_t.push(t_mpi);
@@ -123,10 +162,6 @@ pub fn run(args: Args) -> Result<(), CliError> {
             topo_bcast_median_us: t,
             ratio: t / m,
         });
-        size = match size.checked_mul(args.step) {
-            Some(s) => s,
-            None => break,
-        };
     }
     if me == 0 {
         if args.format == "json" {
@@ -147,4 +182,28 @@ pub fn run(args: Args) -> Result<(), CliError> {
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::sweep_sizes;
+
+    #[test]
+    fn sweep_ends_at_max_and_includes_64k() {
+        const KIB: u64 = 1024;
+        const MIB: u64 = 1024 * KIB;
+        let d = sweep_sizes(8, 16 * MIB, 4);
+        assert_eq!(d.first(), Some(&8));
+        assert_eq!(d.last(), Some(&(16 * MIB)));
+        assert!(d.contains(&(64 * KIB)));
+        assert!(d.windows(2).all(|w| w[0] < w[1]), "{d:?}");
+        // The step lands on max: no repeat.
+        assert_eq!(
+            sweep_sizes(8, 64 * KIB, 2).iter().filter(|&&s| s == 64 * KIB).count(),
+            1
+        );
+        assert_eq!(sweep_sizes(1, 1, 2), vec![1]);
+        assert_eq!(sweep_sizes(100, 1000, 4), vec![100, 400, 1000]);
+        assert_eq!(sweep_sizes(u64::MAX / 2, u64::MAX, 4), vec![u64::MAX / 2, u64::MAX]);
+    }
 }
