@@ -602,7 +602,8 @@ fn drain_one(ctx: &CallCtx, peer: u32, tag: i32) -> Result<bool> {
     };
     // SAFETY: the message handle is ours; scratch holds all `n` bytes.
     unsafe {
-        let mut scratch = vec![0u8; n as usize];
+        // Never an empty Vec: its dangling pointer is 0x1, which is MPI_IN_PLACE in Open MPI.
+        let mut scratch = vec![0u8; (n as usize).max(1)];
         let (count, dt) = raw::byte_message_type(n)?;
         let mut st2 = raw::empty_status();
         check(
