@@ -94,6 +94,38 @@ fn auto_text_and_svg() {
 }
 
 #[test]
+fn auto_ranks_the_mpi_baselines_by_name() {
+    // The MPI libraries' broadcasts are candidates of `auto`, listed as mpi:NAME, and the
+    // choice is the fastest prediction of all (baselines left unsimulated carry a lower bound
+    // that is already no better).
+    let topo = shipped("two-level-4to1-4x4.json");
+    for bytes in ["1KiB", "1MiB"] {
+        let (code, out, err) = treecast(&["plan", "--topology", &topo, "--bytes", bytes, "--format", "json"]);
+        assert_eq!(code, 0, "{err}");
+        let v: serde_json::Value = serde_json::from_str(&out).expect("json");
+        let cands = v["candidates"].as_array().unwrap();
+        let names: Vec<&str> = cands.iter().map(|c| c["name"].as_str().unwrap()).collect();
+        for want in ["mpi:scatter-rd", "mpi:scatter-ring", "mpi:knomial:k=4"] {
+            assert!(names.contains(&want), "{bytes}: {names:?}");
+        }
+        let algorithm = v["algorithm"].as_str().unwrap();
+        assert!(names.contains(&algorithm), "{algorithm}");
+        let chosen = v["predicted_time_s"].as_f64().unwrap();
+        for c in cands {
+            assert!(
+                chosen <= c["predicted_time_s"].as_f64().unwrap(),
+                "{bytes}: {algorithm} {chosen} vs {c}"
+            );
+        }
+        // The text report names the chosen candidate the same way.
+        let (code, out, err) = treecast(&["plan", "--topology", &topo, "--bytes", bytes]);
+        assert_eq!(code, 0, "{err}");
+        assert!(out.contains(&format!("plan: {algorithm} for ")), "{out}");
+        assert!(out.contains("  mpi:scatter-rd "), "{out}");
+    }
+}
+
+#[test]
 fn bad_input_exits_2_with_one_line() {
     let topo = shipped("paper-star-8.json");
     for (args, want) in [

@@ -44,8 +44,7 @@ pub struct CommState {
     pub seq: u64,
     pub codec: TagCodec,
     pub planner: Planner,
-    plans: HashMap<(u32, u8), (Arc<LocalPlan>, u64)>,
-    use_clock: u64,
+    plans: PlanCache<LocalPlan>,
     /// Set when the finalize hook released MPI resources; the state is then inert.
     released: bool,
     pub config: &'static Config,
@@ -55,6 +54,48 @@ pub struct CommState {
     pub profile: crate::profile::CommProfile,
     /// Position of this state in the finalize hook's collective visits.
     pub order: OrderKey,
+}
+
+/// Values per (root, size class), computed on first use; beyond `limit` entries the least
+/// recently used one is evicted. Separate from [`CommState`] (and generic) so the caching is
+/// tested without MPI.
+struct PlanCache<V> {
+    entries: HashMap<(u32, u8), (Arc<V>, u64)>,
+    /// Use counter: the last use of each entry, for LRU eviction.
+    clock: u64,
+    limit: usize,
+}
+
+impl<V> PlanCache<V> {
+    fn new(limit: usize) -> Self {
+        PlanCache {
+            entries: HashMap::new(),
+            clock: 0,
+            limit: limit.max(1),
+        }
+    }
+
+    /// The cached value for `key`, or `make()`'s, cached.
+    fn get_or_insert_with(&mut self, key: (u32, u8), make: impl FnOnce() -> V) -> Arc<V> {
+        self.clock += 1;
+        let clock = self.clock;
+        if let Some(e) = self.entries.get_mut(&key) {
+            e.1 = clock;
+            return e.0.clone();
+        }
+        let v = Arc::new(make());
+        if self.entries.len() >= self.limit {
+            if let Some(&k) = self.entries.iter().min_by_key(|(_, v)| v.1).map(|(k, _)| k) {
+                self.entries.remove(&k);
+            }
+        }
+        self.entries.insert(key, (v.clone(), clock));
+        v
+    }
+
+    fn len(&self) -> usize {
+        self.entries.len()
+    }
 }
 
 /// `(world rank of the communicator's rank 0, number of states that rank had created before)`:
@@ -67,20 +108,9 @@ impl CommState {
     /// This rank's part of the plan for (root, size class), computed on first use. Planning is
     /// deterministic, so every rank computes the same plan without communicating.
     pub fn plan(&mut self, root: u32, class: u8) -> Arc<LocalPlan> {
-        self.use_clock += 1;
-        let clock = self.use_clock;
-        if let Some(e) = self.plans.get_mut(&(root, class)) {
-            e.1 = clock;
-            return e.0.clone();
-        }
-        let p = Arc::new(self.planner.local_plan(self.rank, root, class));
-        if self.plans.len() >= PLAN_CACHE_LIMIT {
-            if let Some(&k) = self.plans.iter().min_by_key(|(_, v)| v.1).map(|(k, _)| k) {
-                self.plans.remove(&k);
-            }
-        }
-        self.plans.insert((root, class), (p.clone(), clock));
-        p
+        let (planner, rank) = (&self.planner, self.rank);
+        self.plans
+            .get_or_insert_with((root, class), || planner.local_plan(rank, root, class))
     }
 
     /// Number of cached plans (for tests of boundedness).
@@ -318,8 +348,7 @@ unsafe fn create(user: MPI_Comm) -> Result<CommState> {
         seq: 0,
         codec: TagCodec::new(tag_ub),
         planner,
-        plans: HashMap::new(),
-        use_clock: 0,
+        plans: PlanCache::new(PLAN_CACHE_LIMIT),
         released: false,
         config: cfg,
         scratch: Default::default(),
@@ -395,5 +424,46 @@ impl Drop for CommGuard {
                 ffi::PMPI_Comm_free(&mut self.0);
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plan::{class_representative, default_plan, size_class};
+
+    #[test]
+    fn plan_cache_hits_per_root_and_class_and_evicts_the_least_recent() {
+        // What `CommState::plan` caches: one rank's part of the plan for (root, size class).
+        let made = std::cell::Cell::new(0);
+        let local = |root: u32, class: u8| {
+            made.set(made.get() + 1);
+            LocalPlan::from_plan(&default_plan(16, root, class_representative(class)), 3)
+        };
+        let mut c = PlanCache::new(3);
+        let small = size_class(64 << 10);
+        let large = size_class(4 << 20);
+        let a = c.get_or_insert_with((0, small), || local(0, small));
+        assert_eq!((made.get(), c.len()), (1, 1));
+        // Same (root, class): a hit, the very same plan, nothing computed.
+        let b = c.get_or_insert_with((0, small), || local(0, small));
+        assert!(Arc::ptr_eq(&a, &b));
+        assert_eq!((made.get(), c.len()), (1, 1));
+        // Another class, another root: misses.
+        let l = c.get_or_insert_with((0, large), || local(0, large));
+        assert_eq!((made.get(), c.len()), (2, 2));
+        assert!(l.nsegs > 1 && a.nsegs == 1, "{} {}", l.nsegs, a.nsegs);
+        c.get_or_insert_with((5, small), || local(5, small));
+        assert_eq!((made.get(), c.len()), (3, 3));
+        // Full: touching (0, small) makes (0, large) the least recently used, so a fourth key
+        // evicts it and keeps the others.
+        c.get_or_insert_with((0, small), || local(0, small));
+        c.get_or_insert_with((7, small), || local(7, small));
+        assert_eq!((made.get(), c.len()), (4, 3));
+        let again = c.get_or_insert_with((0, small), || local(0, small));
+        assert!(Arc::ptr_eq(&a, &again));
+        assert_eq!(made.get(), 4);
+        c.get_or_insert_with((0, large), || local(0, large));
+        assert_eq!((made.get(), c.len()), (5, 3));
     }
 }

@@ -20,7 +20,12 @@
 //!
 //! Segment sizes accept `4MiB`, `64KiB`, `1000` etc.; a plan's segments are equal-sized (they
 //! differ by at most a byte), where the libraries use full segments and a short last one.
+//!
+//! The planner's `auto` chooser ranks all of them ([`Baseline::all`]) beside its own plans;
+//! [`bound`] gives it cheap lower bounds on their simulated times, so it simulates only those
+//! that could win.
 
+pub mod bound;
 pub mod hierarchy;
 pub mod ompi;
 pub mod scatter_allgather;
@@ -87,6 +92,15 @@ impl Baseline {
         "han",
         "topo-wave",
     ];
+
+    /// Every algorithm of [`NAMES`](Self::NAMES) with its default parameters, in that order
+    /// (what `bench_plan` compares against and what the planner's `auto` chooser ranks).
+    pub fn all() -> Vec<Baseline> {
+        Baseline::NAMES
+            .iter()
+            .map(|n| n.parse().expect("every listed name parses"))
+            .collect()
+    }
 
     /// Build the plan for `bytes` from `root` on the ranks placed at `map` (see
     /// [`placement::Placement::map`]; topology-aware baselines need to know where ranks run).
