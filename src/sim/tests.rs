@@ -537,3 +537,33 @@ proptest! {
         prop_assert!((b * factor - a).abs() <= 1e-9 * a, "{} -> {} (x{})", a, b, factor);
     }
 }
+
+/// Found by `allocation_is_max_min_and_within_capacity` (seed 446, 8 ranks, scatter-rd,
+/// blocking sends): a flow that finished at the instant another arrived on its link without
+/// fitting recorded the other's transient overload as a settled peak (4.25 on a link of 3).
+#[test]
+fn a_finishing_flow_does_not_settle_a_transient_overload() {
+    let t = random_topology(446, 8);
+    let map = Placement::Block.map(8, t.num_ranks()).unwrap();
+    let plan = "scatter-rd"
+        .parse::<Baseline>()
+        .unwrap()
+        .build(&t, &map, 3, 4225)
+        .unwrap();
+    let opts = SimOptions {
+        blocking_sends: true,
+        record: true,
+        audit: true,
+        ..SimOptions::default()
+    };
+    let r = simulate_plan(&t, &plan, 4225, &opts).unwrap();
+    for (i, u) in r.links.iter().enumerate() {
+        assert!(
+            u.peak_bps <= u.capacity_bps * (1.0 + 1e-9),
+            "link {i}: peak {} above capacity {}",
+            u.peak_bps,
+            u.capacity_bps
+        );
+    }
+    assert!(r.links.iter().any(|u| u.peak_bps > 0.0));
+}

@@ -136,8 +136,10 @@ struct Resource {
     t_load: f64,
     /// Integral of load over time: bytes carried.
     carried: f64,
-    /// Largest load ever allocated.
+    /// Largest settled load ever allocated.
     peak: f64,
+    /// The load is a transient (a flow arrived without fitting) awaiting the re-solve.
+    unsettled: bool,
     // Solver scratch.
     lmark: u64,
     local: u32,
@@ -153,11 +155,22 @@ impl Resource {
         }
     }
     /// Set the allocated load at `now`. Transient values between a presence change and the
-    /// re-solve at the same instant are not recorded as peaks; only settled ones are.
+    /// re-solve at the same instant are not recorded as peaks; only settled ones are. A link
+    /// left transient stays so until the re-solve sets it ([`settle`](Self::settle)): a flow
+    /// leaving it meanwhile (at the same instant) lowers a load that is itself not settled.
+    /// The re-solve's allocation: settled by definition.
+    fn settle(&mut self, now: f64, load: f64) {
+        self.unsettled = false;
+        self.set_load(now, load, true);
+    }
+
     fn set_load(&mut self, now: f64, load: f64, settled: bool) {
         self.account(now);
         self.load = if self.present.is_empty() { 0.0 } else { load.max(0.0) };
-        if settled && self.load > self.peak {
+        if !settled {
+            self.unsettled = true;
+        }
+        if settled && !self.unsettled && self.load > self.peak {
             self.peak = self.load;
         }
     }

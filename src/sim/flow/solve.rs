@@ -333,7 +333,7 @@ impl FlowSim {
         }
         for j in 0..self.locals.len() {
             let l = self.locals[j];
-            self.res[l.res as usize].set_load(now, l.load_new, true);
+            self.res[l.res as usize].settle(now, l.load_new);
         }
     }
 
