@@ -48,6 +48,8 @@ fn place(topo: &Topology, map: &[u32]) -> Topology {
 fn sim(topo: &Topology, plan: &Plan, bytes: u64) -> f64 {
     let o = SimOptions {
         trusted_plan: true,
+        // The chooser's model: a rank's sends at least MESSAGE_OVERHEAD_S apart.
+        send_overhead_s: treecast::plan::pipeline::MESSAGE_OVERHEAD_S,
         ..SimOptions::default()
     };
     simulate_plan(topo, plan, bytes, &o).expect("simulates").time_s

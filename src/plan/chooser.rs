@@ -649,6 +649,7 @@ fn predict(
         let o = crate::sim::SimOptions {
             trusted_plan: true,
             record: true,
+            send_overhead_s: super::pipeline::MESSAGE_OVERHEAD_S,
             ..crate::sim::SimOptions::default()
         };
         if let Ok(r) = crate::sim::simulate_plan(topo, plan, bytes, &o) {
@@ -772,7 +773,11 @@ mod tests {
             cases.push(placed(&base, &rr));
             cases.push(base);
         }
-        let o = SimOptions::default();
+        // The chooser's own model (send overhead included).
+        let o = SimOptions {
+            send_overhead_s: crate::plan::pipeline::MESSAGE_OVERHEAD_S,
+            ..SimOptions::default()
+        };
         let mut baselines_won = 0;
         for topo in &cases {
             let n = topo.num_ranks() as u32;

@@ -8,6 +8,9 @@
 //! has been delivered. The k-th send from a to b lands in the k-th receive at b from a, so a
 //! delivery just marks the segments present at the receiver.
 //!
+//! With a send overhead `o` ([`SimOptions::send_overhead_s`]) a rank issues its sends at least
+//! `o` apart (a timer wakes it when the next one may go).
+//!
 //! Cost: O(ops) bookkeeping plus the engine's; segment presence is a bitset per rank
 //! (ranks x nsegs bits).
 
@@ -31,7 +34,15 @@ struct Run<'a> {
     flat: &'a FlatOps,
     /// Issue time of every flat op (only when recording).
     issued: Vec<f64>,
+    /// Send overhead (s) and, per rank, when its next send may be issued and whether a timer
+    /// for that is pending.
+    overhead: f64,
+    next_free: Vec<f64>,
+    waiting: Vec<bool>,
 }
+
+/// Engine tags at or above this are timers; the low bits name the rank.
+const TIMER: u64 = 1 << 63;
 
 impl Run<'_> {
     fn has_all(&self, r: usize, start: u32, end: u32) -> bool {
@@ -48,6 +59,17 @@ impl Run<'_> {
                 Op::Send { peer, segs } => {
                     if (self.blocking && self.active[r] > 0) || !self.has_all(r, segs.start, segs.end) {
                         return;
+                    }
+                    if self.overhead > 0.0 {
+                        let now = sim.now();
+                        if now < self.next_free[r] * (1.0 - 1e-12) {
+                            if !self.waiting[r] {
+                                self.waiting[r] = true;
+                                sim.timer(self.next_free[r], TIMER | r as u64);
+                            }
+                            return;
+                        }
+                        self.next_free[r] = now + self.overhead;
                     }
                     let f = self.flat.base[r] + self.cursor[r];
                     let (lo, hi) = range_bounds(self.bytes, self.plan.nsegs, segs);
@@ -110,6 +132,9 @@ pub(crate) fn run(topo: &Topology, plan: &Plan, bytes: u64, opts: &SimOptions) -
         active: vec![0; n],
         flat: &flat,
         issued: if opts.record { vec![0.0; total] } else { Vec::new() },
+        overhead: opts.send_overhead_s.max(0.0),
+        next_free: vec![0.0; n],
+        waiting: vec![false; n],
     };
     let mut sim = FlowSim::new(topo);
     sim.set_audit(opts.audit);
@@ -121,6 +146,12 @@ pub(crate) fn run(topo: &Topology, plan: &Plan, bytes: u64, opts: &SimOptions) -
     let mut out: Vec<Delivery> = Vec::new();
     while sim.advance(&mut out).is_some() {
         for d in out.drain(..) {
+            if d.tag >= TIMER {
+                let r = (d.tag - TIMER) as usize;
+                run.waiting[r] = false;
+                run.advance_rank(r, &mut sim);
+                continue;
+            }
             let f = d.tag as usize;
             let src = flat.owner[f] as usize;
             let Op::Send { peer, segs } = plan.ops[src][f - flat.base[src]] else {

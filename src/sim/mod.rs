@@ -73,6 +73,11 @@ pub struct SimOptions {
     /// Re-fill every flow at every event instead of only the affected ones (identical results;
     /// the baseline `examples/bench_sim.rs` measures the incremental solver against).
     pub full_resolve: bool,
+    /// CPU time a rank spends issuing one send (LogP's `o`): consecutive sends of a rank start
+    /// at least this far apart. The flow model alone lets a rank start any number of sends at
+    /// the same instant, which favours wide fan-outs and many small messages that no MPI
+    /// library delivers; 0 is the pure flow model.
+    pub send_overhead_s: f64,
 }
 
 /// One point-to-point transfer of a simulated run.

@@ -567,3 +567,33 @@ fn a_finishing_flow_does_not_settle_a_transient_overload() {
     }
     assert!(r.links.iter().any(|u| u.peak_bps > 0.0));
 }
+
+/// Send overhead by hand: a flat broadcast from rank 0 to 3 ranks on a star (link latency 1 us,
+/// 1 GB/s, 1000 bytes). Flows leave the root's link one after another at full rate only if
+/// issued apart; with overhead 5 us the k-th send starts at 5k us, and the last arrives at
+/// 10 us + 2 us latency + 1 us of transfer. Without overhead the three share the root's link.
+#[test]
+fn send_overhead_spaces_a_ranks_sends() {
+    let t = star(&[(1e-6, 1e9); 4]);
+    let map: Vec<u32> = (0..4).collect();
+    let plan = "flat".parse::<Baseline>().unwrap().build(&t, &map, 0, 1000).unwrap();
+    let with = |o: f64| {
+        let opts = SimOptions {
+            send_overhead_s: o,
+            record: true,
+            audit: true,
+            ..SimOptions::default()
+        };
+        simulate_plan(&t, &plan, 1000, &opts).unwrap()
+    };
+    let base = with(0.0);
+    // Three flows share the root's 1 GB/s link: 3 us of transfer, 2 us of latency.
+    assert!((base.time_s - 5e-6).abs() < 1e-12, "{}", base.time_s);
+    let spaced = with(5e-6);
+    assert!((spaced.time_s - 13e-6).abs() < 1e-12, "{}", spaced.time_s);
+    let mut starts: Vec<f64> = spaced.transfers.iter().map(|x| x.issued_s).collect();
+    starts.sort_by(f64::total_cmp);
+    for (k, s) in starts.iter().enumerate() {
+        assert!((s - 5e-6 * k as f64).abs() < 1e-12, "send {k} issued at {s}");
+    }
+}

@@ -45,6 +45,10 @@ pub struct Args {
     /// One active send per rank (MFS style) instead of all issued sends at once.
     #[arg(long)]
     blocking: bool,
+    /// CPU time per send (LogP's o), microseconds: a rank's sends start at least this far
+    /// apart (the plan chooser uses 1 us; 0 is the pure flow model).
+    #[arg(long, default_value_t = 0.0)]
+    send_overhead_us: f64,
     /// Output format.
     #[arg(long, default_value = "text", value_parser = ["text", "json"])]
     format: String,
@@ -83,9 +87,16 @@ pub fn run(args: Args) -> Result<(), CliError> {
         )));
     }
     let map = placement.map(n, leaves).map_err(|e| CliError::Input(e.to_string()))?;
+    if !(args.send_overhead_us.is_finite() && args.send_overhead_us >= 0.0) {
+        return Err(CliError::Input(format!(
+            "--send-overhead-us: {} is not a number of microseconds >= 0",
+            args.send_overhead_us
+        )));
+    }
     let opts = SimOptions {
         blocking_sends: args.blocking,
         placement: Some(map.clone()),
+        send_overhead_s: args.send_overhead_us * 1e-6,
         ..SimOptions::default()
     };
     let failed = |e: treecast::sim::SimError| CliError::Failed(e.to_string());

@@ -470,6 +470,18 @@ impl FlowSim {
         self.events.push(Event { t, seq: self.seq, ev });
     }
 
+    /// A wake-up: `advance` returns a [`Delivery`] with `tag` at time `t` (>= now), carrying no
+    /// data (drivers use it to resume work they deferred, e.g. a send overhead).
+    pub fn timer(&mut self, t: f64, tag: u64) {
+        let t = t.max(self.now);
+        self.push_delivery(Delivery {
+            tag,
+            start: t,
+            src_done: t,
+            time: t,
+        });
+    }
+
     /// Send `bytes` from vertex `src` to vertex `dst` now. `channel` (dense ids chosen by the
     /// driver) makes messages FIFO: one waits until the previous one on its channel has left
     /// the source. `tag` comes back in the [`Delivery`].
