@@ -202,6 +202,26 @@ fn check_site(s: &SiteReport, ranks: u32, exe: &Path, served: bool) {
     assert_eq!(s.rank_calls, s.calls * ranks as u64, "{}", s.site);
     assert_eq!(s.failures, 0, "{}", s.site);
     assert_eq!(s.histogram.iter().map(|h| h.2).sum::<u64>(), s.rank_calls);
+    // Per size class: every call in exactly one class, with a prediction labelled by its size.
+    assert_eq!(
+        s.size_classes.iter().map(|c| c.calls).sum::<u64>(),
+        s.calls,
+        "{}",
+        s.site
+    );
+    assert_eq!(
+        s.size_classes.iter().map(|c| c.bytes).sum::<u64>(),
+        s.bytes,
+        "{}",
+        s.site
+    );
+    assert_eq!(s.size_classes.iter().map(|c| c.rank_calls).sum::<u64>(), s.rank_calls);
+    for c in &s.size_classes {
+        assert!((c.min_bytes..=c.max_bytes).contains(&c.predicted_bytes), "{c:?}");
+    }
+    let dominant = s.predicted_size_class().expect("the predicted size class is labelled");
+    assert_eq!(dominant.predicted, s.predicted, "{}", s.site);
+    assert_eq!(s.predicted_bytes, Some(dominant.predicted_bytes));
     let want_mpi = if served { 0 } else { s.calls };
     assert_eq!(s.mpi_bcast_calls, want_mpi, "{}: calls performed by MPI_Bcast", s.site);
     if let Some(sample) = &s.sample_call {

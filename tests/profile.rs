@@ -73,6 +73,49 @@ fn profile_counts_calls_and_bytes_exactly() {
     // Site A rotates roots: 37 calls over 4 roots.
     assert_eq!(a.roots.iter().map(|r| r.1).sum::<u64>(), 37);
     assert_eq!(a.roots.len(), np as usize);
+    // Per size class (the runtime's plan granularity): calls and bytes exactly, each class with
+    // a prediction for a size inside it; site A's sizes span several classes.
+    let mut want: std::collections::BTreeMap<u8, (u64, u64)> = Default::default();
+    for i in 0..37u64 {
+        let n = i * 13 % 1000 + 1;
+        let e = want.entry(treecast::plan::size_class(n)).or_default();
+        *e = (e.0 + 1, e.1 + n);
+    }
+    assert!(want.len() > 3, "{want:?}");
+    let got: std::collections::BTreeMap<u8, (u64, u64)> =
+        a.size_classes.iter().map(|c| (c.class, (c.calls, c.bytes))).collect();
+    assert_eq!(got, want);
+    assert_eq!(b.size_classes.len(), 1);
+    assert_eq!(
+        (
+            b.size_classes[0].class,
+            b.size_classes[0].calls,
+            b.size_classes[0].predicted_bytes
+        ),
+        (13, 11, 4096)
+    );
+    for s in [a, b] {
+        for c in &s.size_classes {
+            assert_eq!(c.rank_calls, c.calls * np as u64, "{}: class {}", s.site, c.class);
+            assert_eq!(c.roots.iter().map(|r| r.1).sum::<u64>(), c.calls);
+            assert!(
+                (c.min_bytes..=c.max_bytes).contains(&c.predicted_bytes),
+                "class {} predicted for {} bytes",
+                c.class,
+                c.predicted_bytes
+            );
+            assert!(c.roots.iter().any(|r| r.0 == c.predicted_root));
+            assert!(c.time.min_s > 0.0 && c.time.min_s <= c.time.median_s && c.time.median_s <= c.time.max_s);
+            assert!(c.predicted.expect("per-class prediction").deterministic_s > 0.0);
+        }
+        // The site-level prediction is labelled with the class, size and root it is for: the
+        // class with the most calls.
+        let dominant = s.predicted_size_class().expect("predicted class");
+        assert_eq!(dominant.calls, s.size_classes.iter().map(|c| c.calls).max().unwrap());
+        assert_eq!(s.predicted, dominant.predicted);
+        assert_eq!(s.predicted_bytes, Some(dominant.predicted_bytes));
+        assert_eq!(s.predicted_root, Some(dominant.predicted_root));
+    }
     // Every 4th call on world (sequence numbers 0, 4, ...) was also timed with MPI_Bcast:
     // calls 0..48 on world -> 12 comparisons, split between the two sites by sequence number.
     let compared: u64 = world.sites.iter().filter_map(|s| s.compare.map(|c| c.calls)).sum();
@@ -135,6 +178,19 @@ fn report_renders_a_profile_and_rejects_garbage() {
     assert!(row.is_some(), "site A row with 37 calls:\n{text}");
     let charts = std::fs::read_dir(&svg).unwrap().count();
     assert!(charts >= 3, "{charts} charts");
+    // Site A broadcast several size classes: no single prediction on its row, one row per class
+    // naming the size and root its prediction is for.
+    assert!(row.unwrap().ends_with("per size class:"), "{text}");
+    assert!(
+        text.lines()
+            .any(|l| l.starts_with("  256 B..<512 B") && l.contains(" B root ")),
+        "{text}"
+    );
+    let chart = std::fs::read_to_string(svg.join("comm0-predicted-vs-measured.svg")).unwrap();
+    assert!(
+        chart.contains("256 B..&lt;512 B") && chart.contains("pred. "),
+        "{chart}"
+    );
 
     std::fs::write(dir.join("bad.json"), "{\"version\": 1, \"world_size\": \"x\"}").unwrap();
     let out = std::process::Command::new(treecast)

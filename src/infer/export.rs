@@ -1,6 +1,6 @@
 //! From the working tree to a [`Topology`], and from a host-level tree to a rank-level one.
 
-use super::fit::fit_host_link;
+use super::fit::{fit_links, PathSamples};
 use super::store::Store;
 use super::tree::WorkTree;
 use crate::topology::{Duplex, LinkDir, Topology, TopologyBuilder, TopologyError, VertexKind};
@@ -9,7 +9,8 @@ use std::collections::{HashMap, HashSet};
 /// Build the host-level topology: switches named `sw0, sw1, ...` (in a canonical order: depth
 /// first from the root, children by their smallest host name), hosts as `node` leaves named by
 /// host. Links are symmetric and full duplex; their bandwidth is the bandwidth map's value, or
-/// infinite when no map was built (latency-only planning). Host links carry latency fits.
+/// infinite when no map was built (latency-only planning). Every link carries a latency fit
+/// from the samples of the measured pairs whose paths cross it (see `fit`), when it has enough.
 pub(crate) fn to_topology(
     t: &WorkTree,
     names: &[String],
@@ -47,38 +48,68 @@ pub(crate) fn to_topology(
         kids.sort_by(|x, y| min_name[x].cmp(&min_name[y]));
         stack.extend(kids.into_iter().rev());
     }
-    let fit_of = |h: usize, leaf: f64| {
-        fit_host_link(
-            leaf,
-            store
-                .raw
-                .iter()
-                .filter(|m| (m.a == h || m.b == h) && !store.is_bad(m.a, m.b)),
-        )
-    };
     if t.is_host(root) {
-        // Two hosts and no switch: a switch in the middle (RTTs cannot tell where it is).
+        // Two hosts and no switch: a switch in the middle (RTTs cannot tell where it is). Its
+        // two halves are crossed by the same pair, so they share its samples evenly.
         let c = t.children(root)[0];
         let s = b.vertex(format!("{prefix}0"), VertexKind::Switch);
         let bw = bandwidth.and_then(|m| m.get(&c).copied()).unwrap_or(f64::INFINITY);
-        for (v, h) in [(root, t.host_of(root).unwrap()), (c, t.host_of(c).unwrap())] {
-            let half = t.len(c) / 2.0;
+        let half = t.len(c) / 2.0;
+        let fits = fit_links(&[half, half], &path_samples(store, |_, _| Some(vec![0, 1])));
+        for (v, fit) in [root, c].into_iter().zip(fits) {
             let l = b.link(id[&v], s, half, bw);
-            b.links[l].latency_fit = fit_of(h, half);
+            b.links[l].latency_fit = fit;
         }
         return b.build();
     }
-    for &v in &order {
-        let Some(p) = t.parent(v) else { continue };
+    // Tree links are named by their child vertex; index them in export order.
+    let tree_links: Vec<usize> = order.iter().copied().filter(|&v| t.parent(v).is_some()).collect();
+    let index: HashMap<usize, usize> = tree_links.iter().enumerate().map(|(i, &v)| (v, i)).collect();
+    let latency: Vec<f64> = tree_links.iter().map(|&v| t.len(v)).collect();
+    let paths = path_samples(store, |a, b| {
+        let (u, w) = (t.vertex_of(a)?, t.vertex_of(b)?);
+        Some(path_links(t, u, w).iter().map(|v| index[v]).collect())
+    });
+    let fits = fit_links(&latency, &paths);
+    for (&v, fit) in tree_links.iter().zip(fits) {
+        let p = t.parent(v).expect("tree links have parents");
         let lat = t.len(v);
         let bw = bandwidth.and_then(|m| m.get(&v).copied()).unwrap_or(f64::INFINITY);
         let d = LinkDir::new(lat, bw);
         let l = b.link_full(id[&v], id[&p], d, d, Duplex::Full);
-        if let Some(h) = t.host_of(v) {
-            b.links[l].latency_fit = fit_of(h, lat);
-        }
+        b.links[l].latency_fit = fit;
     }
     b.build()
+}
+
+/// Every usable measurement (not marked bad) with the links its path crosses, as `links(a, b)`
+/// names them (`None`: a host not in the tree, skipped).
+fn path_samples<'a>(store: &'a Store, links: impl Fn(usize, usize) -> Option<Vec<usize>>) -> Vec<PathSamples<'a>> {
+    store
+        .raw
+        .iter()
+        .filter(|m| !store.is_bad(m.a, m.b))
+        .filter_map(|m| {
+            Some(PathSamples {
+                measurement: m,
+                links: links(m.a, m.b)?,
+            })
+        })
+        .collect()
+}
+
+/// The links (named by their child vertex) on the path between vertices `u` and `w`.
+fn path_links(t: &WorkTree, u: usize, w: usize) -> Vec<usize> {
+    let top = t.lca(u, w);
+    let mut out = Vec::new();
+    for start in [u, w] {
+        let mut x = start;
+        while x != top {
+            out.push(x);
+            x = t.parent(x).expect("below the common ancestor");
+        }
+    }
+    out
 }
 
 /// Smallest host name below every vertex (for canonical ordering).
@@ -117,4 +148,102 @@ pub fn with_ranks(host_tree: &Topology, rank_hosts: &[String], rank_link: LinkDi
         b.link_full(rv, node, rank_link, rank_link, Duplex::Full);
     }
     b.build()
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::infer::{infer, InferOptions, Strategy, ALL_PAIRS_MAX_HOSTS};
+    use crate::probe::{NoiseModel, SimProber};
+    use crate::topology::gen::Tree;
+    use crate::topology::{Topology, VertexKind};
+
+    /// Infer `truth` through the simulated prober with heavy-tailed (Lomax) per-message jitter
+    /// and check every exported link's latency fit: present, from the samples of at least one
+    /// whole pair measurement (3 sets of at least 11 round trips each), Pareto minimum = the
+    /// link's latency, normal mean above it. Returns (mean excess of host links, of
+    /// switch-to-switch links).
+    fn check_fits(truth: &Topology, strategy: Strategy, seed: u64) -> (f64, f64) {
+        let noise = NoiseModel::jitter("lomax:scale_us=0.5,alpha=2.5".parse().unwrap());
+        let mut p = SimProber::new(truth, noise, seed).unwrap();
+        let r = infer(
+            &mut p,
+            &InferOptions {
+                strategy,
+                seed,
+                ..InferOptions::default()
+            },
+        )
+        .unwrap();
+        let t = &r.topology;
+        let (mut host, mut inner) = (Vec::new(), Vec::new());
+        for (i, l) in t.links().iter().enumerate() {
+            let fit = l
+                .latency_fit
+                .unwrap_or_else(|| panic!("{strategy:?}: link {i} ({:?}) has no latency fit", l));
+            assert!(fit.samples >= 33, "{strategy:?}: link {i}: {} samples", fit.samples);
+            let lat = l.ab.latency_s;
+            let (k, alpha) = fit.pareto.expect("positive latency: a Pareto fit");
+            assert_eq!(k, lat, "{strategy:?}: link {i}");
+            assert!(alpha > 0.0, "{strategy:?}: link {i}: alpha {alpha}");
+            let (mu, sd) = fit.normal.unwrap();
+            assert!(mu >= lat && sd >= 0.0, "{strategy:?}: link {i}: {mu} {sd} vs {lat}");
+            let is_host = [l.a, l.b].iter().any(|&v| t.vertex(v).kind == VertexKind::Node);
+            if is_host { &mut host } else { &mut inner }.push(mu - lat);
+        }
+        let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len().max(1) as f64;
+        assert!(!inner.is_empty(), "{strategy:?}: the tree has switch-to-switch links");
+        (mean(&host), mean(&inner))
+    }
+
+    /// Both tree builders (all pairs up to 32 hosts, batch insertion beyond) export a fit on
+    /// every link, switch-to-switch links included. The simulated jitter is per one-way message
+    /// at the end hosts, the same on every path whatever its length, so a sound split puts it
+    /// on host links: switch-to-switch links must get far less of it.
+    #[test]
+    fn every_inferred_link_carries_a_latency_fit() {
+        // 24 hosts on 6 leaf switches under 2 aggregation switches: all pairs.
+        let small = Tree {
+            fanouts: vec![2, 3],
+            ..Tree::fat_tree(4, 1)
+        }
+        .build()
+        .unwrap();
+        // 48 hosts on 12 leaf switches under 3 aggregation switches: batch insertion.
+        let large = Tree {
+            fanouts: vec![3, 4],
+            ..Tree::fat_tree(4, 1)
+        }
+        .build()
+        .unwrap();
+        let hosts = |t: &Topology| t.vertices_of_kind(VertexKind::Node).len();
+        assert!(hosts(&small) <= ALL_PAIRS_MAX_HOSTS && hosts(&large) > ALL_PAIRS_MAX_HOSTS);
+        for (truth, strategy) in [
+            (&small, Strategy::Auto),
+            (&large, Strategy::Auto),
+            (&small, Strategy::Batch),
+        ] {
+            for seed in [1, 2] {
+                let (host, inner) = check_fits(truth, strategy, seed);
+                assert!(host > 0.0, "{strategy:?} seed {seed}: host links have jitter");
+                assert!(
+                    inner < 0.2 * host,
+                    "{strategy:?} seed {seed}: switch links' mean excess {inner:e} vs host links' {host:e}"
+                );
+            }
+        }
+    }
+
+    /// Two hosts: one measured pair, exported as two half links around a switch; both halves
+    /// carry the pair's samples and share its excess evenly.
+    #[test]
+    fn two_hosts_share_one_pair() {
+        let truth = Tree::fat_tree(2, 1).build().unwrap();
+        let noise = NoiseModel::jitter("lomax:scale_us=0.5,alpha=2.5".parse().unwrap());
+        let mut p = SimProber::new(&truth, noise, 3).unwrap();
+        let r = infer(&mut p, &InferOptions::default()).unwrap();
+        let fits: Vec<_> = r.topology.links().iter().map(|l| l.latency_fit.unwrap()).collect();
+        assert_eq!(fits.len(), 2);
+        assert_eq!(fits[0], fits[1]);
+        assert!(fits[0].samples >= 33 && fits[0].normal.unwrap().1 > 0.0, "{fits:?}");
+    }
 }

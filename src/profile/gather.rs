@@ -1,7 +1,8 @@
 //! Gathering profiles to rank 0 and writing the file (see the module docs of `profile`).
 
 use super::report::{
-    CommReport, Compare, ProfileReport, RankTiming, SampleCall, SiteReport, TimeStats, PROFILE_VERSION,
+    class_bytes, CommReport, Compare, ProfileReport, RankTiming, SampleCall, SiteReport, SizeClassReport, TimeStats,
+    PROFILE_VERSION,
 };
 use super::{sites, Histogram, SiteStats};
 use crate::exec::raw::{self, check};
@@ -150,12 +151,70 @@ fn time_stats(h: &Histogram) -> TimeStats {
     }
 }
 
+/// One size class of one site, being merged over ranks.
+#[derive(Default)]
+struct ClassMerge {
+    calls: u64,
+    bytes: u64,
+    rank_calls: u64,
+    time: Histogram,
+    roots: BTreeMap<u32, u64>,
+}
+
+/// The report of one size class, with the prediction for its mean message size from its most
+/// frequent root (the plan is the one the runtime uses for the class).
+fn class_report(st: &CommState, class: u8, m: ClassMerge) -> SizeClassReport {
+    let (min_bytes, max_bytes) = class_bytes(class);
+    let mean = if m.calls > 0 {
+        (m.bytes as f64 / m.calls as f64).round() as u64
+    } else {
+        min_bytes
+    };
+    let predicted_bytes = mean.clamp(min_bytes, max_bytes);
+    // Most calls; the smallest root on ties (max_by_key keeps the last maximum, so reverse).
+    let predicted_root = m
+        .roots
+        .iter()
+        .rev()
+        .max_by_key(|(_, &n)| n)
+        .map(|(&r, _)| r)
+        .unwrap_or(0);
+    SizeClassReport {
+        class,
+        min_bytes,
+        max_bytes,
+        calls: m.calls,
+        bytes: m.bytes,
+        rank_calls: m.rank_calls,
+        time: time_stats(&m.time),
+        roots: m.roots.into_iter().collect(),
+        predicted_bytes,
+        predicted_root,
+        predicted: st.planner.predict_time(predicted_root, predicted_bytes),
+    }
+}
+
 /// Gather `st`'s records to its rank 0, which keeps the merged report for the final file.
 pub fn gather_comm(st: &mut CommState) {
     st.profile.gathered = true;
     if let Err(e) = try_gather_comm(st) {
         log::error!("treecast profile: gathering {} failed: {e}", st.profile.label);
     }
+}
+
+/// This rank's sites by name, entries of the same name (one call site the compiler emitted
+/// twice, see [`CallSite`](super::CallSite)) merged.
+fn by_name(sites: &super::SiteMap) -> Vec<(String, SiteStats)> {
+    let mut out: BTreeMap<String, SiteStats> = BTreeMap::new();
+    for (k, v) in sites {
+        match out.entry(sites::name(k)) {
+            std::collections::btree_map::Entry::Vacant(e) => {
+                e.insert(v.clone());
+            }
+            std::collections::btree_map::Entry::Occupied(mut e) => e.get_mut().absorb(v),
+        }
+    }
+    out.into_iter().collect()
 }
 
 fn try_gather_comm(st: &mut CommState) -> crate::error::Result<()> {
@@ -165,12 +224,7 @@ fn try_gather_comm(st: &mut CommState) -> crate::error::Result<()> {
         world_rank: world_rank(),
         host: processor_name(),
         clock_offset_s: offset,
-        sites: st
-            .profile
-            .sites
-            .iter()
-            .map(|(k, v)| (sites::name(k), v.clone()))
-            .collect(),
+        sites: by_name(&st.profile.sites),
     };
     let bytes = postcard::to_stdvec(&wire)
         .map_err(|e| crate::error::Error::new(crate::error::ErrorKind::Other, e.to_string()))?;
@@ -205,9 +259,9 @@ fn merge(st: &CommState, ranks: &[RankWire]) -> CommReport {
         let mut cmp_mpi = Histogram::default();
         let mut cmp_topo = Histogram::default();
         let mut roots: BTreeMap<u32, u64> = BTreeMap::new();
+        let mut classes: BTreeMap<u8, ClassMerge> = BTreeMap::new();
         let (mut calls, mut bytes, mut rank_calls, mut failures, mut by_mpi) = (0, 0, 0, 0, 0);
         for (_, s) in &entries {
-            time.merge(&s.time);
             cmp_mpi.merge(&s.compare_mpi);
             cmp_topo.merge(&s.compare_topo);
             calls = calls.max(s.calls);
@@ -215,9 +269,23 @@ fn merge(st: &CommState, ranks: &[RankWire]) -> CommReport {
             rank_calls += s.calls;
             by_mpi = by_mpi.max(s.mpi_bcast_calls);
             failures += s.failures;
-            for (&r, &c) in &s.roots {
-                let e = roots.entry(r).or_insert(0);
-                *e = (*e).max(c);
+            for (&class, c) in &s.classes {
+                time.merge(&c.time);
+                let m = classes.entry(class).or_default();
+                m.time.merge(&c.time);
+                // Per-rank counts are the same on every rank calling from here: take the max.
+                m.calls = m.calls.max(c.calls);
+                m.bytes = m.bytes.max(c.bytes);
+                m.rank_calls += c.calls;
+                for (&r, &n) in &c.roots {
+                    let e = m.roots.entry(r).or_insert(0);
+                    *e = (*e).max(n);
+                }
+            }
+        }
+        for m in classes.values() {
+            for (&r, &n) in &m.roots {
+                *roots.entry(r).or_insert(0) += n;
             }
         }
         // Sample call: the latest call seen from this site, on every rank that made it.
@@ -262,7 +330,12 @@ fn merge(st: &CommState, ranks: &[RankWire]) -> CommReport {
                 ranks: timings,
             })
         });
-        let predicted = sample.as_ref().and_then(|s| st.planner.predict_time(s.root, s.bytes));
+        let size_classes: Vec<SizeClassReport> = classes
+            .into_iter()
+            .map(|(class, m)| class_report(st, class, m))
+            .collect();
+        // The site-level prediction is its dominant class's (most calls, larger class on ties).
+        let dominant = size_classes.iter().max_by_key(|c| (c.calls, c.class));
         let compare = (cmp_mpi.count() > 0).then(|| Compare {
             calls: entries.iter().map(|(_, s)| s.compare_mpi.count()).max().unwrap_or(0),
             mpi_bcast_median_s: cmp_mpi.quantile(0.5),
@@ -280,7 +353,11 @@ fn merge(st: &CommState, ranks: &[RankWire]) -> CommReport {
             time: time_stats(&time),
             histogram: time.bins(),
             roots: roots.into_iter().collect(),
-            predicted,
+            predicted: dominant.and_then(|c| c.predicted),
+            predicted_bytes: dominant.map(|c| c.predicted_bytes),
+            predicted_root: dominant.map(|c| c.predicted_root),
+            predicted_class: dominant.map(|c| c.class),
+            size_classes,
             compare,
             sample_call: sample,
         });

@@ -2,10 +2,11 @@
 //!
 //! 32 buckets per octave from 1 ns: bucket i covers [2^(i/32), 2^((i+1)/32)) ns. Quantiles are
 //! read at the geometric middle of their bucket (relative error <= 1.1%); min, max and sum are
-//! kept exactly. Stored sparsely because a call site's times span a few octaves at most.
+//! kept exactly. Buckets are stored densely from the lowest to the highest one used: adding a
+//! time is an index into a vector (it runs on every profiled call), and a call site's times
+//! span a few octaves (a hundred-odd buckets), at most 48 octaves (12 KiB).
 
 use serde::{Deserialize, Serialize};
-use std::collections::BTreeMap;
 
 const PER_OCTAVE: f64 = 32.0;
 const MAX_BUCKET: u32 = 32 * 48; // up to 2^48 ns (~3 days)
@@ -13,7 +14,10 @@ const MAX_BUCKET: u32 = 32 * 48; // up to 2^48 ns (~3 days)
 /// Histogram of durations in seconds.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Histogram {
-    buckets: BTreeMap<u32, u64>,
+    /// Bucket of `counts[0]`.
+    first: u32,
+    /// Counts of buckets `first ..`; the first and last are non-zero (or the vector is empty).
+    counts: Vec<u64>,
     count: u64,
     sum_s: f64,
     min_s: f64,
@@ -38,11 +42,39 @@ pub fn bucket_edges_s(b: u32) -> (f64, f64) {
 }
 
 impl Histogram {
+    /// Make buckets `lo ..= hi` addressable.
+    fn cover(&mut self, lo: u32, hi: u32) {
+        if self.counts.is_empty() {
+            self.first = lo;
+            self.counts.resize((hi - lo + 1) as usize, 0);
+            return;
+        }
+        if lo < self.first {
+            let grow = (self.first - lo) as usize;
+            self.counts.splice(0..0, std::iter::repeat_n(0, grow));
+            self.first = lo;
+        }
+        let need = (hi - self.first + 1) as usize;
+        if need > self.counts.len() {
+            self.counts.resize(need, 0);
+        }
+    }
+
+    /// Count of bucket `b` (mutable), which must be covered.
+    fn slot(&mut self, b: u32) -> &mut u64 {
+        &mut self.counts[(b - self.first) as usize]
+    }
+
     pub fn add(&mut self, t_s: f64) {
         if !t_s.is_finite() || t_s < 0.0 {
             return;
         }
-        *self.buckets.entry(bucket_of(t_s)).or_insert(0) += 1;
+        let b = bucket_of(t_s);
+        let covered = !self.counts.is_empty() && b >= self.first && ((b - self.first) as usize) < self.counts.len();
+        if !covered {
+            self.cover(b, b);
+        }
+        *self.slot(b) += 1;
         if self.count == 0 || t_s < self.min_s {
             self.min_s = t_s;
         }
@@ -57,8 +89,11 @@ impl Histogram {
         if other.count == 0 {
             return;
         }
-        for (&b, &c) in &other.buckets {
-            *self.buckets.entry(b).or_insert(0) += c;
+        if let Some(n) = (other.counts.len() as u32).checked_sub(1) {
+            self.cover(other.first, other.first + n);
+            for (i, &c) in other.counts.iter().enumerate() {
+                *self.slot(other.first + i as u32) += c;
+            }
         }
         if self.count == 0 || other.min_s < self.min_s {
             self.min_s = other.min_s;
@@ -68,6 +103,15 @@ impl Histogram {
         }
         self.count += other.count;
         self.sum_s += other.sum_s;
+    }
+
+    /// Non-empty buckets as (bucket, count), in order.
+    fn buckets(&self) -> impl Iterator<Item = (u32, u64)> + '_ {
+        self.counts
+            .iter()
+            .enumerate()
+            .filter(|(_, &c)| c > 0)
+            .map(|(i, &c)| (self.first + i as u32, c))
     }
 
     pub fn count(&self) -> u64 {
@@ -100,7 +144,7 @@ impl Histogram {
             return self.min_s;
         }
         let mut seen = 0;
-        for (&b, &c) in &self.buckets {
+        for (b, c) in self.buckets() {
             seen += c;
             if seen >= target {
                 return bucket_mid_s(b).clamp(self.min_s, self.max_s);
@@ -111,9 +155,8 @@ impl Histogram {
 
     /// Non-empty buckets as (lower edge s, upper edge s, count).
     pub fn bins(&self) -> Vec<(f64, f64, u64)> {
-        self.buckets
-            .iter()
-            .map(|(&b, &c)| {
+        self.buckets()
+            .map(|(b, c)| {
                 let (lo, hi) = bucket_edges_s(b);
                 (lo, hi, c)
             })
@@ -156,6 +199,11 @@ mod tests {
             all.add(t);
         }
         a.merge(&b);
+        assert_eq!(
+            (a.first, &a.counts),
+            (all.first, &all.counts),
+            "same buckets, same storage"
+        );
         assert_eq!(a.count(), all.count());
         assert_eq!(a.bins(), all.bins());
         assert_eq!(a.min(), all.min());
@@ -165,5 +213,25 @@ mod tests {
         a.add(f64::NAN);
         a.add(-1.0);
         assert_eq!(a.count(), all.count());
+    }
+
+    #[test]
+    fn storage_grows_both_ways() {
+        let mut h = Histogram::default();
+        for t in [1e-5, 1e-7, 1e-3, 1e-5] {
+            h.add(t);
+        }
+        let bins = h.bins();
+        assert_eq!(bins.iter().map(|b| b.2).collect::<Vec<_>>(), [1, 2, 1]);
+        assert!(bins[0].0 <= 1e-7 && 1e-7 < bins[0].1 && bins[2].0 <= 1e-3 && 1e-3 < bins[2].1);
+        assert_eq!(h.counts.first(), Some(&1));
+        assert_eq!(h.counts.last(), Some(&1));
+        let q = h.quantile(0.5);
+        assert!((q / 1e-5 - 1.0).abs() < 0.02, "{q}");
+        let mut e = Histogram::default();
+        e.merge(&Histogram::default());
+        assert_eq!(e, Histogram::default());
+        e.merge(&h);
+        assert_eq!(e.bins(), bins);
     }
 }

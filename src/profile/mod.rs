@@ -1,8 +1,9 @@
 //! Per-call-site profiling of broadcasts in real jobs (`TREECAST_PROFILE=path`).
 //!
-//! Hot path ([`record`]): a few clock reads and a histogram update in the communicator's own
+//! Hot path ([`record`]): two clock reads and a histogram update in the communicator's own
 //! state (already locked by the call), so profiling costs well under a microsecond per call and
-//! nothing at all when off (one branch).
+//! nothing at all when off (one branch; the clock is not read). Measured side by side with
+//! `cargo run --release -p treecast-preload --example bench_preload` (README, "Profiling").
 //!
 //! Gathering happens only where every rank of a communicator is guaranteed to be: when the
 //! communicator is freed (inside the collective `MPI_Comm_free`) and in the `MPI_Finalize` hook,
@@ -21,13 +22,18 @@ mod sites;
 
 pub use gather::all_ok;
 pub use hist::Histogram;
-pub use report::{CommReport, ProfileReport, SiteReport};
+pub use report::{CommReport, ProfileReport, SiteReport, SizeClassReport};
 
 use crate::runtime::state::CommState;
 use std::collections::{BTreeMap, HashMap};
 
 /// Where a broadcast was called from.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+///
+/// Compared and hashed by identity (the address of a Rust caller's `Location`, a C caller's
+/// return address), which is cheap on the hot path. The compiler may emit one Rust location
+/// twice (e.g. in two instances of a generic caller); such duplicates have the same name and
+/// are merged when the profile is gathered.
+#[derive(Clone, Copy, Debug)]
 pub enum CallSite {
     /// A Rust caller (`#[track_caller]`).
     Rust(&'static std::panic::Location<'static>),
@@ -36,6 +42,56 @@ pub enum CallSite {
     /// Unknown.
     Unknown,
 }
+
+impl CallSite {
+    fn identity(&self) -> (u8, usize) {
+        match self {
+            CallSite::Rust(loc) => (0, *loc as *const std::panic::Location<'static> as usize),
+            CallSite::Address(a) => (1, *a),
+            CallSite::Unknown => (2, 0),
+        }
+    }
+}
+
+impl PartialEq for CallSite {
+    fn eq(&self, other: &Self) -> bool {
+        self.identity() == other.identity()
+    }
+}
+
+impl Eq for CallSite {}
+
+impl std::hash::Hash for CallSite {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        let (kind, id) = self.identity();
+        state.write_usize(id ^ (kind as usize).rotate_right(2));
+    }
+}
+
+/// Hasher of the per-site map: one multiply per call site (FxHash's step) instead of SipHash,
+/// whose flooding resistance is pointless for keys that are code addresses.
+#[derive(Clone, Copy, Default)]
+pub struct SiteHasher(u64);
+
+impl std::hash::Hasher for SiteHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.write_u64(b as u64);
+        }
+    }
+    fn write_u64(&mut self, x: u64) {
+        self.0 = (self.0.rotate_left(5) ^ x).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+    }
+    fn write_usize(&mut self, x: usize) {
+        self.write_u64(x as u64);
+    }
+}
+
+/// The per-site map of a communicator's profile.
+pub type SiteMap = HashMap<CallSite, SiteStats, std::hash::BuildHasherDefault<SiteHasher>>;
 
 /// The last call made from a site on this rank (local clock), for the per-rank Gantt chart.
 #[derive(Clone, Copy, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
@@ -50,22 +106,61 @@ pub struct LastCall {
     pub by_mpi: bool,
 }
 
+/// One site's calls of one message-size class on one rank.
+///
+/// The runtime plans per size class (`plan::size_class`: class `c` holds `2^(c-1) .. 2^c - 1`
+/// bytes), so a prediction is only comparable with the measured times of calls of its own
+/// class; a site broadcasting several sizes gets one of these per class.
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct ClassStats {
+    pub calls: u64,
+    pub bytes: u64,
+    pub time: Histogram,
+    /// Calls per root (the prediction depends on the root too).
+    pub roots: BTreeMap<u32, u64>,
+}
+
 /// One site's statistics on one rank.
 #[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct SiteStats {
     pub calls: u64,
     pub bytes: u64,
     pub failures: u64,
-    pub time: Histogram,
+    /// Times and roots per size class; the site's overall time histogram and roots are their
+    /// merge (kept only here, so a call updates one histogram, not two).
+    pub classes: BTreeMap<u8, ClassStats>,
     /// Calls also timed with MPI_Bcast (`TREECAST_PROFILE_COMPARE`): MPI_Bcast's times and ours.
     pub compare_mpi: Histogram,
     pub compare_topo: Histogram,
-    pub roots: BTreeMap<u32, u64>,
     pub last: Option<LastCall>,
     /// Of `calls`, those performed by the MPI library's `MPI_Bcast` (interposer with
     /// `TREECAST_INTERCEPT=0`) rather than by treecast.
     #[serde(default)]
     pub mpi_bcast_calls: u64,
+}
+
+impl SiteStats {
+    /// Add the records of another entry of the same site (same name) on the same rank.
+    pub fn absorb(&mut self, other: &SiteStats) {
+        self.calls += other.calls;
+        self.bytes += other.bytes;
+        self.failures += other.failures;
+        self.mpi_bcast_calls += other.mpi_bcast_calls;
+        for (&class, o) in &other.classes {
+            let c = self.classes.entry(class).or_default();
+            c.calls += o.calls;
+            c.bytes += o.bytes;
+            c.time.merge(&o.time);
+            for (&r, &n) in &o.roots {
+                *c.roots.entry(r).or_insert(0) += n;
+            }
+        }
+        self.compare_mpi.merge(&other.compare_mpi);
+        self.compare_topo.merge(&other.compare_topo);
+        if other.last.map(|l| l.seq) > self.last.map(|l| l.seq) {
+            self.last = other.last;
+        }
+    }
 }
 
 /// Profiling state of one communicator.
@@ -77,7 +172,7 @@ pub struct CommProfile {
     pub is_world: bool,
     /// Label used in reports, e.g. `MPI_COMM_WORLD` or `comm 2 (4 ranks)`.
     pub label: String,
-    pub sites: HashMap<CallSite, SiteStats>,
+    pub sites: SiteMap,
     /// Set once gathered, so a state is reported once.
     pub gathered: bool,
 }
@@ -88,22 +183,34 @@ pub fn record(st: &mut CommState, site: CallSite, root: u32, bytes: u64, t0: f64
     if !st.profile.enabled {
         return;
     }
-    let s = st.profile.sites.entry(site).or_default();
-    s.calls += 1;
-    s.bytes += bytes;
-    if !ok {
-        s.failures += 1;
+    st.profile.record_call(site, root, bytes, t0, t1, ok, seq);
+}
+
+impl CommProfile {
+    /// The per-call work of profiling (the hot path): count the call in its site and size
+    /// class, add its duration to the class's histogram, remember it as the site's last call.
+    #[allow(clippy::too_many_arguments)]
+    pub fn record_call(&mut self, site: CallSite, root: u32, bytes: u64, t0: f64, t1: f64, ok: bool, seq: u64) {
+        let s = self.sites.entry(site).or_default();
+        s.calls += 1;
+        s.bytes += bytes;
+        if !ok {
+            s.failures += 1;
+        }
+        let c = s.classes.entry(crate::plan::size_class(bytes)).or_default();
+        c.calls += 1;
+        c.bytes += bytes;
+        c.time.add(t1 - t0);
+        *c.roots.entry(root).or_insert(0) += 1;
+        s.last = Some(LastCall {
+            seq,
+            root,
+            bytes,
+            enter_s: t0,
+            done_s: t1,
+            by_mpi: false,
+        });
     }
-    s.time.add(t1 - t0);
-    *s.roots.entry(root).or_insert(0) += 1;
-    s.last = Some(LastCall {
-        seq,
-        root,
-        bytes,
-        enter_s: t0,
-        done_s: t1,
-        by_mpi: false,
-    });
 }
 
 /// Record one call that the MPI library's own `MPI_Bcast` performed (the interposer with

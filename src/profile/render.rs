@@ -1,6 +1,6 @@
 //! `treecast report`: an mpiP-style text table and SVG charts of a profile.
 
-use super::report::{CommReport, ProfileReport, SampleCall, SiteReport};
+use super::report::{CommReport, Predicted, ProfileReport, SampleCall, SiteReport, SizeClassReport, TimeStats};
 use crate::util::svg::{fmt_time, ticks, Stroke, Svg};
 use std::fmt::Write;
 
@@ -16,8 +16,110 @@ fn opt_us(s: Option<f64>) -> String {
     s.map(us).unwrap_or_else(|| "-".into())
 }
 
-/// The text report: per communicator, one row per call site (times in microseconds), then
-/// the MPI_Bcast comparison and the slowest ranks of each site's sample call.
+/// A message size for tables and charts: bytes below 1 KiB, else KiB / MiB / GiB.
+fn fmt_bytes(b: u64) -> String {
+    const UNITS: [&str; 3] = ["KiB", "MiB", "GiB"];
+    if b < 1024 {
+        return format!("{b} B");
+    }
+    let mut v = b as f64 / 1024.0;
+    let mut u = 0;
+    while v >= 1024.0 && u + 1 < UNITS.len() {
+        v /= 1024.0;
+        u += 1;
+    }
+    if v.fract() == 0.0 {
+        format!("{v:.0} {}", UNITS[u])
+    } else {
+        format!("{v:.1} {}", UNITS[u])
+    }
+}
+
+/// The byte range of a size class, half-open: `512 B..<1 KiB` (both ends are powers of two).
+fn class_range(c: &SizeClassReport) -> String {
+    match c.max_bytes.checked_add(1) {
+        _ if c.min_bytes == c.max_bytes => fmt_bytes(c.min_bytes),
+        Some(end) => format!("{}..<{}", fmt_bytes(c.min_bytes), fmt_bytes(end)),
+        None => format!("{}..", fmt_bytes(c.min_bytes)),
+    }
+}
+
+/// What a prediction is for: message size (exact) and root.
+fn predicted_for(bytes: u64, root: u32) -> String {
+    format!("{bytes} B root {root}")
+}
+
+/// One row per comparable (measured, predicted) pair of a site: its size classes, or the site
+/// itself when the profile predates per-class predictions.
+struct Row<'a> {
+    label: String,
+    calls: u64,
+    bytes: u64,
+    time: &'a TimeStats,
+    predicted: Option<Predicted>,
+    predicted_for: Option<String>,
+}
+
+fn class_rows(s: &SiteReport) -> Vec<Row<'_>> {
+    if s.size_classes.is_empty() {
+        return vec![Row {
+            label: s.site.clone(),
+            calls: s.calls,
+            bytes: s.bytes,
+            time: &s.time,
+            predicted: s.predicted,
+            predicted_for: s
+                .predicted_bytes
+                .map(|b| predicted_for(b, s.predicted_root.unwrap_or(0))),
+        }];
+    }
+    s.size_classes
+        .iter()
+        .map(|c| Row {
+            label: class_range(c),
+            calls: c.calls,
+            bytes: c.bytes,
+            time: &c.time,
+            predicted: c.predicted,
+            predicted_for: Some(predicted_for(c.predicted_bytes, c.predicted_root)),
+        })
+        .collect()
+}
+
+/// One row of the call-site table (times in microseconds).
+#[allow(clippy::too_many_arguments)]
+fn table_row(
+    o: &mut String,
+    label: &str,
+    calls: u64,
+    bytes: u64,
+    t: &TimeStats,
+    errors: &str,
+    predicted: Option<Predicted>,
+    predicted_for: &str,
+) {
+    let _ = writeln!(
+        o,
+        "{:<40} {:>8} {:>12} {:>10} {:>10} {:>10} {:>10} {:>7} {:>12}  {}",
+        label,
+        calls,
+        bytes,
+        us(t.min_s),
+        us(t.median_s),
+        us(t.p99_s),
+        us(t.max_s),
+        errors,
+        opt_us(predicted.map(|p| p.deterministic_s)),
+        predicted_for
+    );
+}
+
+/// The text report: per communicator, one row per call site (times in microseconds, over all
+/// its calls) and, when a site broadcast messages of several size classes, one row per class
+/// below it. Predictions are per size class (the runtime plans per class), so a site row
+/// carries one only when all its calls share a class; "Predicted for" names the message size
+/// and root it was made for. Then the latency-distribution predictions, the MPI_Bcast
+/// comparison and the slowest ranks of each site's sample call.
 pub fn text(report: &ProfileReport) -> String {
     let mut o = String::new();
     let _ = writeln!(
@@ -30,41 +132,61 @@ pub fn text(report: &ProfileReport) -> String {
         let _ = writeln!(o, "\n@--- {} ({} ranks) ---", c.label, c.size);
         let _ = writeln!(
             o,
-            "{:<40} {:>8} {:>12} {:>10} {:>10} {:>10} {:>10} {:>12} {:>7}",
-            "Call site", "Calls", "Bytes", "Min us", "Median us", "P99 us", "Max us", "Predicted us", "Errors"
+            "{:<40} {:>8} {:>12} {:>10} {:>10} {:>10} {:>10} {:>7} {:>12}  Predicted for",
+            "Call site", "Calls", "Bytes", "Min us", "Median us", "P99 us", "Max us", "Errors", "Predicted us"
         );
         for s in &c.sites {
+            let rows = class_rows(s);
+            let single = rows.len() == 1;
+            let (pred, pred_for) = if single {
+                (rows[0].predicted, rows[0].predicted_for.clone())
+            } else {
+                (None, Some("per size class:".to_string()))
+            };
+            let failures = s.failures.to_string();
+            let pred_for = pred_for.unwrap_or_else(|| "-".into());
+            let site = shorten(&s.site, 40);
+            table_row(&mut o, &site, s.calls, s.bytes, &s.time, &failures, pred, &pred_for);
+            if single {
+                continue;
+            }
+            for r in &rows {
+                let label = format!("  {}", shorten(&r.label, 38));
+                let pred_for = r.predicted_for.as_deref().unwrap_or("-");
+                table_row(&mut o, &label, r.calls, r.bytes, r.time, "", r.predicted, pred_for);
+            }
+        }
+        let mut with_model = Vec::new();
+        for s in &c.sites {
+            let rows = class_rows(s);
+            let several = rows.len() > 1;
+            for r in rows {
+                if let Some(p) = r.predicted.filter(|p| p.pareto_mean_s.is_some()) {
+                    let label = if several {
+                        format!("{} [{}]", s.site, r.label)
+                    } else {
+                        s.site.clone()
+                    };
+                    with_model.push((label, r.predicted_for, p, r.time.median_s));
+                }
+            }
+        }
+        if !with_model.is_empty() {
             let _ = writeln!(
                 o,
-                "{:<40} {:>8} {:>12} {:>10} {:>10} {:>10} {:>10} {:>12} {:>7}",
-                shorten(&s.site, 40),
-                s.calls,
-                s.bytes,
-                us(s.time.min_s),
-                us(s.time.median_s),
-                us(s.time.p99_s),
-                us(s.time.max_s),
-                opt_us(s.predicted.map(|p| p.deterministic_s)),
-                s.failures
+                "\nPredicted from latency distributions (mean / p99, us) vs measured median:"
             );
-        }
-        let with_model: Vec<&SiteReport> = c
-            .sites
-            .iter()
-            .filter(|s| s.predicted.is_some_and(|p| p.pareto_mean_s.is_some()))
-            .collect();
-        if !with_model.is_empty() {
-            let _ = writeln!(o, "\nPredicted from latency distributions (mean / p99, us):");
-            for s in with_model {
-                let p = s.predicted.unwrap();
+            for (label, pred_for, p, median) in with_model {
                 let _ = writeln!(
                     o,
-                    "  {:<40} pareto {} / {}   normal {} / {}",
-                    shorten(&s.site, 40),
+                    "  {:<48} pareto {} / {}   normal {} / {}   measured {}   for {}",
+                    shorten(&label, 48),
                     opt_us(p.pareto_mean_s),
                     opt_us(p.pareto_p99_s),
                     opt_us(p.normal_mean_s),
-                    opt_us(p.normal_p99_s)
+                    opt_us(p.normal_p99_s),
+                    us(median),
+                    pred_for.as_deref().unwrap_or("-")
                 );
             }
         }
@@ -184,27 +306,49 @@ pub fn histogram_svg(title: &str, s: &SiteReport) -> String {
     svg.finish()
 }
 
-/// Predicted vs measured median time per call site of one communicator (bars).
+/// Predicted vs measured median time per call site and message-size class of one communicator
+/// (bars). Each pair of bars compares the calls of one size class with the prediction for that
+/// class; the label under it names the site, the class's sizes and what was predicted (size,
+/// root).
 pub fn predicted_vs_measured_svg(c: &CommReport) -> String {
-    let n = c.sites.len().max(1) as f64;
-    let (w, ml, mb, mt) = (120.0 + 110.0 * n, 70.0, 90.0, 30.0);
-    let h = 340.0;
+    struct Bar {
+        site: String,
+        class: Option<String>,
+        measured: f64,
+        predicted: Option<f64>,
+        predicted_for: Option<String>,
+    }
+    let mut bars = Vec::new();
+    for s in &c.sites {
+        let several = s.size_classes.len() > 1;
+        for r in class_rows(s) {
+            bars.push(Bar {
+                site: s.site.clone(),
+                class: (several || !s.size_classes.is_empty()).then(|| r.label.clone()),
+                measured: r.time.median_s,
+                predicted: r.predicted.map(|p| p.deterministic_s),
+                predicted_for: r.predicted_for,
+            });
+        }
+    }
+    let n = bars.len().max(1) as f64;
+    let (ml, mb, mt) = (70.0, 110.0, 30.0);
+    let w = (120.0 + 110.0 * n).max(520.0);
+    let h = 360.0;
     let mut svg = Svg::new(w, h);
     svg.text(
         w / 2.0,
         18.0,
         13.0,
         "middle",
-        &format!("{}: measured median vs predicted", c.label),
+        &format!(
+            "{}: measured median vs predicted, per call site and message size",
+            c.label
+        ),
     );
-    let vals: Vec<(f64, Option<f64>)> = c
-        .sites
+    let maxv = bars
         .iter()
-        .map(|s| (s.time.median_s, s.predicted.map(|p| p.deterministic_s)))
-        .collect();
-    let maxv = vals
-        .iter()
-        .flat_map(|(m, p)| [*m, p.unwrap_or(0.0)])
+        .flat_map(|b| [b.measured, b.predicted.unwrap_or(0.0)])
         .filter(|v| v.is_finite())
         .fold(0.0, f64::max)
         .max(1e-9);
@@ -214,34 +358,58 @@ pub fn predicted_vs_measured_svg(c: &CommReport) -> String {
         svg.line((ml - 4.0, y(t)), (w - 20.0, y(t)), Stroke::solid("#dddddd", 1.0));
         svg.text(ml - 6.0, y(t) + 3.0, 10.0, "end", &fmt_time(t));
     }
-    for (i, (s, (m, p))) in c.sites.iter().zip(&vals).enumerate() {
+    for (i, b) in bars.iter().enumerate() {
         let x0 = ml + 10.0 + i as f64 * 110.0;
-        if m.is_finite() {
+        let what = b.class.as_deref().map(|c| format!(" ({c})")).unwrap_or_default();
+        if b.measured.is_finite() {
             svg.rect(
                 x0,
-                y(*m),
+                y(b.measured),
                 40.0,
-                mt + ph - y(*m),
+                mt + ph - y(b.measured),
                 "#4477aa",
-                Some(&format!("measured {}", fmt_time(*m))),
+                Some(&format!("measured median{what}: {}", fmt_time(b.measured))),
             );
         }
-        if let Some(p) = p {
+        if let Some(p) = b.predicted {
+            let for_ = b
+                .predicted_for
+                .as_deref()
+                .map(|f| format!(" for {f}"))
+                .unwrap_or_default();
             svg.rect(
                 x0 + 44.0,
-                y(*p),
+                y(p),
                 40.0,
-                mt + ph - y(*p),
+                mt + ph - y(p),
                 "#ee7733",
-                Some(&format!("predicted {}", fmt_time(*p))),
+                Some(&format!("predicted{for_}: {}", fmt_time(p))),
             );
         }
-        svg.text(x0 + 42.0, mt + ph + 16.0, 9.0, "middle", &shorten(&s.site, 22));
+        svg.text(x0 + 42.0, mt + ph + 16.0, 9.0, "middle", &shorten(&b.site, 22));
+        if let Some(class) = &b.class {
+            svg.text(x0 + 42.0, mt + ph + 28.0, 9.0, "middle", &shorten(class, 22));
+        }
+        if let Some(f) = &b.predicted_for {
+            svg.text(
+                x0 + 42.0,
+                mt + ph + 40.0,
+                9.0,
+                "middle",
+                &shorten(&format!("pred. {f}"), 22),
+            );
+        }
     }
     svg.rect(ml, h - 30.0, 12.0, 12.0, "#4477aa", None);
     svg.text(ml + 16.0, h - 20.0, 11.0, "start", "measured median");
     svg.rect(ml + 140.0, h - 30.0, 12.0, 12.0, "#ee7733", None);
-    svg.text(ml + 156.0, h - 20.0, 11.0, "start", "predicted (contention-free)");
+    svg.text(
+        ml + 156.0,
+        h - 20.0,
+        11.0,
+        "start",
+        "predicted (contention-free) for the size and root below",
+    );
     svg.finish()
 }
 
@@ -378,6 +546,55 @@ mod tests {
                         deterministic_s: 1.5e-5,
                         ..Default::default()
                     }),
+                    predicted_bytes: Some(1000),
+                    predicted_root: Some(0),
+                    predicted_class: Some(10),
+                    size_classes: vec![
+                        SizeClassReport {
+                            class: 9,
+                            min_bytes: 256,
+                            max_bytes: 511,
+                            calls: 1,
+                            bytes: 300,
+                            rank_calls: 2,
+                            time: TimeStats {
+                                min_s: 1e-5,
+                                median_s: 1e-5,
+                                p99_s: 1.1e-5,
+                                max_s: 1.1e-5,
+                                mean_s: 1.05e-5,
+                            },
+                            roots: vec![(0, 1)],
+                            predicted_bytes: 300,
+                            predicted_root: 0,
+                            predicted: Some(Predicted {
+                                deterministic_s: 0.7e-5,
+                                ..Default::default()
+                            }),
+                        },
+                        SizeClassReport {
+                            class: 10,
+                            min_bytes: 512,
+                            max_bytes: 1023,
+                            calls: 4,
+                            bytes: 4700,
+                            rank_calls: 8,
+                            time: TimeStats {
+                                min_s: 1.2e-5,
+                                median_s: 2e-5,
+                                p99_s: 5e-5,
+                                max_s: 6e-5,
+                                mean_s: 2.5e-5,
+                            },
+                            roots: vec![(0, 4)],
+                            predicted_bytes: 1175,
+                            predicted_root: 0,
+                            predicted: Some(Predicted {
+                                deterministic_s: 1.5e-5,
+                                ..Default::default()
+                            }),
+                        },
+                    ],
                     compare: Some(Compare {
                         calls: 2,
                         mpi_bcast_median_s: 2e-5,
@@ -418,6 +635,77 @@ mod tests {
         assert_eq!(cols[1..6], ["5", "5000", "10.00", "20.00", "50.00"]);
         assert!(t.contains("0.500"), "compare ratio printed");
         assert!(t.contains("rank     1 b"), "{t}");
+        // Two size classes: the site row has no single prediction; each class row compares its
+        // own calls with the prediction for its own size.
+        assert!(row.ends_with("per size class:"), "{row}");
+        let class_row = |label: &str| {
+            t.lines()
+                .find(|l| l.trim_start().starts_with(label))
+                .unwrap_or_else(|| panic!("no row {label}:\n{t}"))
+                .split_whitespace()
+                .collect::<Vec<_>>()
+        };
+        let small = class_row("256 B..<512 B");
+        assert_eq!(small[3..6], ["1", "300", "10.00"], "{small:?}");
+        assert_eq!(small[small.len() - 5..], ["7.00", "300", "B", "root", "0"], "{small:?}");
+        let big = class_row("512 B..<1 KiB");
+        assert_eq!(big[3..6], ["4", "4700", "12.00"], "{big:?}");
+        assert_eq!(big[big.len() - 5..], ["15.00", "1175", "B", "root", "0"], "{big:?}");
+    }
+
+    #[test]
+    fn one_size_class_puts_the_prediction_on_the_site_row() {
+        let mut r = sample();
+        let s = &mut r.communicators[0].sites[0];
+        s.size_classes.remove(0);
+        let t = text(&r);
+        let row = t.lines().find(|l| l.starts_with("src/main.rs:10")).expect("site row");
+        assert!(row.ends_with("15.00  1175 B root 0"), "{row}");
+        assert!(!t.contains("512 B..<1 KiB"), "no class rows for one class:\n{t}");
+        // Profiles written before per-class predictions still render (site-level prediction).
+        let mut old = sample();
+        let s = &mut old.communicators[0].sites[0];
+        s.size_classes.clear();
+        (s.predicted_bytes, s.predicted_root, s.predicted_class) = (None, None, None);
+        let json = serde_json::to_string(&old).unwrap();
+        let json = json.replace(
+            ",\"predicted_bytes\":null,\"predicted_root\":null,\"predicted_class\":null",
+            "",
+        );
+        let json = json.replace(",\"size_classes\":[]", "");
+        assert!(
+            !json.contains("size_classes") && !json.contains("predicted_bytes"),
+            "{json}"
+        );
+        let back: ProfileReport = serde_json::from_str(&json).unwrap();
+        assert_eq!(back, old);
+        let row = text(&back)
+            .lines()
+            .find(|l| l.starts_with("src/main.rs:10"))
+            .map(str::to_string)
+            .unwrap();
+        assert!(row.ends_with("15.00  -"), "{row}");
+    }
+
+    #[test]
+    fn class_ranges_are_powers_of_two() {
+        assert_eq!(fmt_bytes(1023), "1023 B");
+        assert_eq!(fmt_bytes(4096), "4 KiB");
+        assert_eq!(fmt_bytes(3 << 19), "1.5 MiB");
+        let c = |class| {
+            let (min_bytes, max_bytes) = class_bytes(class);
+            class_range(&SizeClassReport {
+                class,
+                min_bytes,
+                max_bytes,
+                ..Default::default()
+            })
+        };
+        assert_eq!(c(0), "0 B");
+        assert_eq!(c(1), "1 B");
+        assert_eq!(c(2), "2 B..<4 B");
+        assert_eq!(c(11), "1 KiB..<2 KiB");
+        assert_eq!(c(64), "8589934592 GiB..");
     }
 
     #[test]
@@ -425,6 +713,23 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("treecast-render-{}", std::process::id()));
         let files = write_svgs(&sample(), &dir).unwrap();
         assert_eq!(files.len(), 3);
+        let pm = std::fs::read_to_string(
+            files
+                .iter()
+                .find(|f| f.to_string_lossy().ends_with("predicted-vs-measured.svg"))
+                .unwrap(),
+        )
+        .unwrap();
+        // One measured and one predicted bar per size class, each labelled with its size.
+        assert_eq!(pm.matches("fill=\"#ee7733\"").count(), 2 + 1, "two bars and the legend");
+        for label in [
+            "256 B..&lt;512 B",
+            "512 B..&lt;1 KiB",
+            "pred. 300 B root 0",
+            "pred. 1175 B root 0",
+        ] {
+            assert!(pm.contains(label), "{label} in {pm}");
+        }
         for f in &files {
             let s = std::fs::read_to_string(f).unwrap();
             assert!(s.starts_with("<svg") && s.contains("<rect"), "{}", f.display());

@@ -35,7 +35,8 @@ pub struct TimeStats {
     pub mean_s: f64,
 }
 
-/// Predicted completion time of the broadcast for the site's sample call.
+/// Predicted completion time of a broadcast of one message size from one root (the plan the
+/// runtime uses for that size class).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Predicted {
     /// Contention-free deterministic prediction from link latencies and bandwidths.
@@ -78,6 +79,32 @@ pub struct SampleCall {
     pub ranks: Vec<RankTiming>,
 }
 
+/// One site's calls of one message-size class, merged over ranks, with the prediction for that
+/// class: the runtime plans per size class, so this is where predicted and measured times are
+/// comparable (a site broadcasting several sizes has one entry per class).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct SizeClassReport {
+    /// `plan::size_class`: messages of `min_bytes ..= max_bytes` (class 0: empty messages).
+    pub class: u8,
+    pub min_bytes: u64,
+    pub max_bytes: u64,
+    /// Calls of this class (per rank) and their bytes (per rank).
+    pub calls: u64,
+    pub bytes: u64,
+    /// Calls summed over ranks.
+    pub rank_calls: u64,
+    /// Per-rank call durations of this class, all ranks merged.
+    pub time: TimeStats,
+    /// Calls per root.
+    pub roots: Vec<(u32, u64)>,
+    /// Message size and root the prediction is for: the class's mean message size (rounded;
+    /// one plan serves the class, and its time grows about linearly with size within it) and
+    /// its most frequent root (smallest on ties).
+    pub predicted_bytes: u64,
+    pub predicted_root: u32,
+    pub predicted: Option<Predicted>,
+}
+
 /// One call site on one communicator, merged over ranks.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct SiteReport {
@@ -102,9 +129,40 @@ pub struct SiteReport {
     pub histogram: Vec<(f64, f64, u64)>,
     /// Calls per root.
     pub roots: Vec<(u32, u64)>,
+    /// Prediction for the site's dominant size class (most calls; the larger class on ties):
+    /// the same as that class's entry in `size_classes`. Compare it with that class's measured
+    /// times, not with `time`, which merges every size the site broadcast.
     pub predicted: Option<Predicted>,
+    /// Message size, root and size class `predicted` is for (absent in profiles written before
+    /// per-class predictions existed, whose prediction was for the last call).
+    #[serde(default)]
+    pub predicted_bytes: Option<u64>,
+    #[serde(default)]
+    pub predicted_root: Option<u32>,
+    #[serde(default)]
+    pub predicted_class: Option<u8>,
+    /// Calls, times and predictions per message-size class, smallest class first.
+    #[serde(default)]
+    pub size_classes: Vec<SizeClassReport>,
     pub compare: Option<Compare>,
     pub sample_call: Option<SampleCall>,
+}
+
+impl SiteReport {
+    /// The entry of `size_classes` that `predicted` is for.
+    pub fn predicted_size_class(&self) -> Option<&SizeClassReport> {
+        let c = self.predicted_class?;
+        self.size_classes.iter().find(|s| s.class == c)
+    }
+}
+
+/// Smallest and largest message size (bytes) of size class `class` (`plan::size_class`).
+pub fn class_bytes(class: u8) -> (u64, u64) {
+    match class {
+        0 => (0, 0),
+        c if c >= 64 => (1u64 << 63, u64::MAX),
+        c => (1u64 << (c - 1), (1u64 << c) - 1),
+    }
 }
 
 impl ProfileReport {

@@ -79,7 +79,12 @@ pub unsafe fn bcast_with(
     let mut st = slot.lock().unwrap_or_else(|p| p.into_inner());
     let seq = st.seq;
     st.seq += 1;
-    let t0 = crate::exec::raw::wtime();
+    // Clock reads only when profiling: they are the only cost profiling adds to the call when
+    // off (timeouts keep their own clock inside the engine), and the goal is that "off" costs
+    // nothing measurable. `profiling` cannot change during the call: it is fixed when the
+    // communicator's state is created, and we hold its lock.
+    let profiling = st.profile.enabled;
+    let t0 = if profiling { crate::exec::raw::wtime() } else { 0.0 };
     let local = match opts.reject {
         Some(e) => Err(e),
         None => local_layout(buf, count, datatype, opts.null_is_bottom),
@@ -96,6 +101,9 @@ pub unsafe fn bcast_with(
         }
         Ok(layout) => run(&mut st, seq, buf, count as u64, datatype, &layout, root as u32),
     };
+    if !profiling {
+        return result;
+    }
     let t1 = crate::exec::raw::wtime();
     profile::record(&mut st, site, root as u32, bytes, t0, t1, result.is_ok(), seq);
     if profile::compare_due(&st, seq) && profile::all_ok(st.comm, result.is_ok() && count <= i32::MAX as i64) {
