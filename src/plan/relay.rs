@@ -170,6 +170,12 @@ impl Hierarchy {
         for &g in &post {
             groups[g].size = groups[g].ranks.len() + groups[g].children.iter().map(|&c| groups[c].size).sum::<usize>();
         }
+        // A switch with no rank below it (a topology file's unused core, a leaf switch none of
+        // the job's ranks are on) takes no part: nothing is sent through it.
+        let sizes: Vec<usize> = groups.iter().map(|g| g.size).collect();
+        for grp in &mut groups {
+            grp.children.retain(|&c| sizes[c] > 0);
+        }
         let mut h = Hierarchy { groups, top };
         h.choose_relays(topo, root, &parent_group);
         h
@@ -433,6 +439,33 @@ mod tests {
         // Its rank (rank 4) relays for switch s1.
         assert_eq!(sw1.relay, 4);
         assert_eq!(t.host_of_rank(4), t.find("h004"));
+    }
+
+    #[test]
+    fn switches_without_ranks_take_no_part() {
+        // One host of 8 ranks below s0, below a core that has nothing else (a generated fat
+        // tree of one leaf switch), and an empty leaf switch beside s0: the planners used to
+        // panic on the empty switch groups.
+        let t = Tree {
+            ranks_per_host: 8,
+            ..Tree::fat_tree(1, 1)
+        }
+        .build()
+        .unwrap();
+        let mut b = t.to_builder();
+        let core = b.vertices.iter().position(|v| v.name == "core").unwrap();
+        let empty = b.vertex("s-empty", crate::topology::VertexKind::Switch);
+        b.link(core, empty, 1e-6, 1e9);
+        let t = b.build().unwrap();
+        for root in [0, 5] {
+            let h = Hierarchy::new(&t, root);
+            assert_eq!(h.groups[h.top].size, 8);
+            for bytes in [8u64, 4096, 1 << 20] {
+                let opts = crate::plan::chooser::PlanOptions::default();
+                let p = crate::plan::chooser::plan_broadcast(&t, root, bytes, &opts).unwrap();
+                p.validate().unwrap();
+            }
+        }
     }
 
     #[test]
