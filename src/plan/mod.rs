@@ -44,6 +44,25 @@ pub const DEFAULT_SEGMENT_BYTES: u64 = 128 * 1024;
 /// Messages at least this long are pipelined in segments by the topology-agnostic planner.
 pub const PIPELINE_THRESHOLD_BYTES: u64 = 512 * 1024;
 
+/// The plan without a network topology (one host, or none known): the algorithm Open MPI's
+/// tuned component picks for `nranks` and `bytes` (its fixed decision table, measured on real
+/// machines; see [`crate::sim::baselines::ompi::decision`]), to be run with treecast's sends.
+/// Without a network there is nothing for topology to win, and the library's table beats any one
+/// fixed shape (a binomial tree lost 1.5x to its k-nomial at 128 B - 2 KiB on 8 ranks of one
+/// host). [`default_plan`] stands in when that plan has more segments than the size class of
+/// `bytes` allows.
+pub fn library_plan(nranks: u32, root: u32, bytes: u64) -> Plan {
+    if nranks <= 1 || bytes == 0 {
+        return Plan::empty(nranks, root, "none");
+    }
+    let p = crate::sim::baselines::ompi::default_bcast(nranks, root, bytes);
+    if p.nsegs <= class_max_segments(size_class(bytes)) {
+        p
+    } else {
+        default_plan(nranks, root, bytes)
+    }
+}
+
 /// Topology-agnostic plan for `bytes` from `root` on `nranks` ranks: an unsegmented binomial tree
 /// for short messages (latency-bound: depth log2 n), a segmented binomial pipeline for long ones
 /// (bandwidth-bound: every link streams segments concurrently).

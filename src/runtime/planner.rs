@@ -141,11 +141,12 @@ impl Planner {
             Some("chain") => Plan::from_tree(root, &trees::rank_chain(n, root), nsegs_for(seg), "chain"),
             Some("flat") => Plan::from_tree(root, &trees::flat(n, root), 1, "flat"),
             Some("binary") => Plan::from_tree(root, &trees::kary(n, root, 2), nsegs_for(seg), "binary"),
+            Some("ompi") => self.library_plan(root, class),
             Some(other) => {
                 log::warn!("TREECAST_ALGORITHM={other} is not known to the runtime; using the default");
-                plan::default_plan(n, root, bytes)
+                self.library_plan(root, class)
             }
-            None => plan::default_plan(n, root, bytes),
+            None => self.library_plan(root, class),
         });
         match p.validate() {
             Ok(()) => p,
@@ -154,6 +155,11 @@ impl Planner {
                 Plan::from_tree(root, &trees::binomial(n, root), 1, "binomial")
             }
         }
+    }
+
+    /// The plan without a network topology: [`plan::library_plan`] for the class.
+    fn library_plan(&self, root: u32, class: u8) -> Plan {
+        plan::library_plan(self.nranks, root, class_representative(class))
     }
 
     /// This rank's part of the plan for (root, size class).
