@@ -186,6 +186,10 @@ pub struct PlanOptions {
     /// Force the number of segments of segmented algorithms.
     pub segments: Option<u32>,
     pub predictor: Predictor,
+    /// CPU time per message (seconds; LogP's `o`): the simulator spaces a rank's sends by it
+    /// and segment counts trade it against pipeline depth. The runtime passes what it measured
+    /// between two hosts; [`MESSAGE_OVERHEAD_S`](super::pipeline::MESSAGE_OVERHEAD_S) otherwise.
+    pub message_overhead_s: f64,
 }
 
 impl Default for PlanOptions {
@@ -196,6 +200,7 @@ impl Default for PlanOptions {
             node_limit: Some(AUTO_NODE_LIMIT),
             segments: None,
             predictor: Predictor::Auto,
+            message_overhead_s: super::pipeline::MESSAGE_OVERHEAD_S,
         }
     }
 }
@@ -304,6 +309,11 @@ pub fn plan_detailed(topo: &Topology, root: u32, bytes: u64, opts: &PlanOptions)
     let mut cands: Vec<Candidate> = Vec::new();
     let mut search: Option<(bool, u64, f64)> = None;
     let algo = opts.algorithm;
+    let overhead = if opts.message_overhead_s.is_finite() && opts.message_overhead_s >= 0.0 {
+        opts.message_overhead_s
+    } else {
+        super::pipeline::MESSAGE_OVERHEAD_S
+    };
     let auto = algo == Algorithm::Auto;
     let unsegmented = |name: &str, children: Vec<Vec<u32>>| Candidate {
         name: name.to_string(),
@@ -383,7 +393,7 @@ pub fn plan_detailed(topo: &Topology, root: u32, bytes: u64, opts: &PlanOptions)
         let d = trees_.iter().map(|t| depth(t, root)).max().unwrap_or(1);
         let trees_ = &trees_;
         let bw = access_bandwidth(topo, root).min(1e15);
-        let base = segment_count(bytes, d, bw, k);
+        let base = segment_count(bytes, d, bw, k, overhead);
         let counts: Vec<u32> = match opts.segments {
             Some(s) => vec![s.max(k)],
             None => {
@@ -399,7 +409,7 @@ pub fn plan_detailed(topo: &Topology, root: u32, bytes: u64, opts: &PlanOptions)
         // Keep the variant with the best analytic estimate.
         let mut best: Option<(f64, u32)> = None;
         for &s in &counts {
-            let e = estimate(topo, root, trees_, s, bytes);
+            let e = estimate(topo, root, trees_, s, bytes, overhead);
             if best.is_none_or(|(b, _)| e < b) {
                 best = Some((e, s));
             }
@@ -444,6 +454,7 @@ pub fn plan_detailed(topo: &Topology, root: u32, bytes: u64, opts: &PlanOptions)
                 bytes,
                 c.estimate,
                 opts.predictor,
+                overhead,
             ),
         };
         evaluated.push(Evaluated {
@@ -469,6 +480,7 @@ pub fn plan_detailed(topo: &Topology, root: u32, bytes: u64, opts: &PlanOptions)
             bytes,
             cands[i].estimate,
             opts.predictor,
+            overhead,
         );
         evaluated[i].predicted_s = t;
         evaluated[i].by = by;
@@ -478,7 +490,7 @@ pub fn plan_detailed(topo: &Topology, root: u32, bytes: u64, opts: &PlanOptions)
     // in the simulator than any of them it can build.
     let mut baseline: Option<(usize, Plan)> = None;
     if auto && opts.predictor == Predictor::Auto {
-        if let Some((i, plan, timing)) = rank_baselines(topo, &model, root, bytes, &mut evaluated) {
+        if let Some((i, plan, timing)) = rank_baselines(topo, &model, root, bytes, overhead, &mut evaluated) {
             keep(i, timing, &evaluated);
             baseline = Some((i, plan));
         }
@@ -496,7 +508,7 @@ pub fn plan_detailed(topo: &Topology, root: u32, bytes: u64, opts: &PlanOptions)
     let timing = match kept {
         Some((k, timing)) if k == i => timing,
         _ if plan.num_messages() > PREDICT_MESSAGE_LIMIT => Vec::new(),
-        _ if by == "simulator" => predict(topo, &model, &plan, bytes, None, Predictor::Auto)
+        _ if by == "simulator" => predict(topo, &model, &plan, bytes, None, Predictor::Auto, overhead)
             .2
             .unwrap_or_default(),
         _ => replay(&model, &plan, bytes).map(|r| r.transfers).unwrap_or_default(),
@@ -553,6 +565,7 @@ fn rank_baselines(
     model: &CostModel,
     root: u32,
     bytes: u64,
+    overhead: f64,
     evaluated: &mut Vec<Evaluated>,
 ) -> Option<(usize, Plan, Option<Vec<SegTransfer>>)> {
     use crate::sim::baselines::{bound, Baseline};
@@ -600,7 +613,7 @@ fn rank_baselines(
         let (t, by, timing) = if s.bound >= best {
             (s.bound, LOWER_BOUND, None)
         } else {
-            predict(topo, model, &plan, bytes, None, Predictor::Auto)
+            predict(topo, model, &plan, bytes, None, Predictor::Auto, overhead)
         };
         // The baselines' builders are tested, but a plan the chooser returns must run: the
         // one that would win is validated (once; validation is O(ranks x segments)).
@@ -643,13 +656,14 @@ fn predict(
     bytes: u64,
     estimate: Option<f64>,
     predictor: Predictor,
+    overhead: f64,
 ) -> (f64, &'static str, Option<Vec<SegTransfer>>) {
     if predictor == Predictor::Auto {
         // Our candidates are valid by construction (the tests validate every family).
         let o = crate::sim::SimOptions {
             trusted_plan: true,
             record: true,
-            send_overhead_s: super::pipeline::MESSAGE_OVERHEAD_S,
+            send_overhead_s: overhead,
             ..crate::sim::SimOptions::default()
         };
         if let Ok(r) = crate::sim::simulate_plan(topo, plan, bytes, &o) {

@@ -36,9 +36,10 @@ pub type Tree = Vec<Vec<u32>>;
 pub const MIN_SEGMENT_BYTES: u64 = 4 * 1024;
 /// Most segments per message (keeps plans and their simulation small).
 pub const MAX_SEGMENTS: u32 = 512;
-/// Per-message overhead assumed when choosing the segment count (seconds): what an MPI library
-/// spends per message beyond the wire; the flow models charge none, so without it they would
-/// always favour the most segments.
+/// Per-message overhead assumed when none was measured (seconds): what an MPI library spends per
+/// message beyond the wire (about 1 us on InfiniBand; the runtime measures its own at start-up,
+/// see `runtime::prober`). The flow models charge none, so without it they would always favour
+/// the most segments and the widest fan-outs.
 pub const MESSAGE_OVERHEAD_S: f64 = 1e-6;
 
 /// The multi-tree plan: tree `j` carries segments `s` with `s % trees.len() == j`.
@@ -278,15 +279,15 @@ fn dfs_positions(topo: &Topology, root: u32) -> Vec<usize> {
 
 /// Analytic time of a multi-tree pipelined plan, for ranking candidates at scales where
 /// replaying or simulating every one is too slow: `fill + (S / K - 1) x period`, where `fill`
-/// is the latest arrival of a first segment (per hop: latency + segment time +
-/// [`MESSAGE_OVERHEAD_S`], a rank's i-th child waiting for the i earlier ones) and `period`
+/// is the latest arrival of a first segment (per hop: latency + segment time + the per-message
+/// `overhead`, a rank's i-th child waiting for the i earlier ones) and `period`
 /// the longer of the busiest link's time to carry one segment of every tree (the volume every
 /// tree edge puts on every link of its path, divided by the link's bandwidth; one shared
 /// capacity for half-duplex links) and the busiest sender's per-message overheads. Contention
 /// beyond that steady state is ignored; the chooser confirms the best candidates with the
 /// simulator. The overhead term is what makes the estimate prefer fewer, larger segments
 /// where the flow models (which charge none) would not.
-pub fn estimate(topo: &Topology, root: u32, trees: &[Tree], nsegs: u32, bytes: u64) -> f64 {
+pub fn estimate(topo: &Topology, root: u32, trees: &[Tree], nsegs: u32, bytes: u64, overhead: f64) -> f64 {
     let k = trees.len().max(1) as u32;
     let nsegs = nsegs.max(k);
     let seg = bytes as f64 / nsegs as f64;
@@ -311,7 +312,7 @@ pub fn estimate(topo: &Topology, root: u32, trees: &[Tree], nsegs: u32, bytes: u
                     bw = bw.min(dir.bandwidth_bps);
                     load[model.resource(d.link, d.forward) as usize] += time(dir.bandwidth_bps);
                 }
-                stack.push((c, at + lat + (i + 1) as f64 * (time(bw) + MESSAGE_OVERHEAD_S)));
+                stack.push((c, at + lat + (i + 1) as f64 * (time(bw) + overhead)));
             }
         }
     }
@@ -323,7 +324,7 @@ pub fn estimate(topo: &Topology, root: u32, trees: &[Tree], nsegs: u32, bytes: u
         .iter()
         .copied()
         .fold(0.0, f64::max)
-        .max(busiest_sender * MESSAGE_OVERHEAD_S);
+        .max(busiest_sender * overhead);
     fill + (nsegs / k - 1) as f64 * period
 }
 
@@ -350,16 +351,16 @@ pub fn depth(tree: &Tree, root: u32) -> usize {
 }
 
 /// Segment count for a pipeline of `depth` hops whose hops stream at `bw` bytes/s: the
-/// minimiser of `(S + depth - 1) (bytes / (S bw) + MESSAGE_OVERHEAD_S)`, i.e.
-/// `sqrt((depth - 1) bytes / (bw overhead))`, clamped so segments are at least
+/// minimiser of `(S + depth - 1) (bytes / (S bw) + overhead)`, i.e.
+/// `sqrt((depth - 1) bytes / (bw overhead))` for the per-message `overhead` (seconds), clamped so segments are at least
 /// [`MIN_SEGMENT_BYTES`], at most [`MAX_SEGMENTS`] and within the size class's limit, and a
 /// multiple of `trees` (every tree gets the same number).
-pub fn segment_count(bytes: u64, depth: usize, bw: f64, trees: u32) -> u32 {
+pub fn segment_count(bytes: u64, depth: usize, bw: f64, trees: u32, overhead: f64) -> u32 {
     if bytes == 0 {
         return trees.max(1);
     }
     let d = depth.max(1) as f64;
-    let ideal = ((d - 1.0).max(1.0) * bytes as f64 / (bw * MESSAGE_OVERHEAD_S)).sqrt();
+    let ideal = ((d - 1.0).max(1.0) * bytes as f64 / (bw * overhead.max(1e-12))).sqrt();
     let by_size = (bytes / MIN_SEGMENT_BYTES).max(1) as f64;
     let cap = (MAX_SEGMENTS as f64)
         .min(class_max_segments(size_class(bytes)) as f64)
@@ -466,17 +467,20 @@ mod tests {
         let t = b.build().unwrap();
         let chain = crate::plan::trees::chain(3, &[0, 1, 2]);
         // Plus the per-message overhead on each of the 2 hops of the fill.
-        let e = estimate(&t, 0, &[chain], 4, 4);
+        let e = estimate(&t, 0, &[chain], 4, 4, MESSAGE_OVERHEAD_S);
         assert!((e - (9.0 + 2.0 * MESSAGE_OVERHEAD_S)).abs() < 1e-9, "{e}");
     }
 
     #[test]
     fn segment_counts() {
         // Deep pipeline, big message: many segments, capped; tiny message: one segment.
-        assert_eq!(segment_count(4 << 20, 100, 1.25e9, 1), 512);
-        assert_eq!(segment_count(4 << 10, 100, 1.25e9, 1), 1);
-        assert_eq!(segment_count(16 << 10, 100, 1.25e9, 1), 4);
-        let s = segment_count(1 << 20, 4, 1.25e9, 2);
+        let o = MESSAGE_OVERHEAD_S;
+        assert_eq!(segment_count(4 << 20, 100, 1.25e9, 1, o), 512);
+        assert_eq!(segment_count(4 << 10, 100, 1.25e9, 1, o), 1);
+        assert_eq!(segment_count(16 << 10, 100, 1.25e9, 1, o), 4);
+        // A costlier message: fewer, larger segments (sqrt(3 MiB / (1.25e9 x 100 us)) ~ 5).
+        assert_eq!(segment_count(1 << 20, 4, 1.25e9, 1, 100e-6), 5);
+        let s = segment_count(1 << 20, 4, 1.25e9, 2, o);
         assert!(s.is_multiple_of(2) && (2..=128).contains(&s), "{s}");
     }
 }

@@ -40,6 +40,10 @@ pub struct Args {
     /// Number of segments for segmented algorithms.
     #[arg(long)]
     segments: Option<u32>,
+    /// CPU time per message (LogP's o), microseconds, as `treecast probe` measures it between
+    /// two hosts: a rank's sends are spaced by it and segment counts weigh it (default 1).
+    #[arg(long, allow_negative_numbers = true)]
+    message_overhead_us: Option<f64>,
     /// text, json or svg.
     #[arg(long, default_value = "text")]
     format: String,
@@ -99,6 +103,11 @@ pub fn run(args: Args) -> Result<(), CliError> {
     if args.segments == Some(0) {
         return Err(CliError::Input("--segments: must be at least 1".into()));
     }
+    if let Some(o) = args.message_overhead_us.filter(|o| !(o.is_finite() && *o >= 0.0)) {
+        return Err(CliError::Input(format!(
+            "--message-overhead-us: must be a number of microseconds >= 0, got {o}"
+        )));
+    }
     let format = args.format.as_str();
     if !matches!(format, "text" | "json" | "svg") {
         return Err(CliError::Input(format!(
@@ -115,6 +124,9 @@ pub fn run(args: Args) -> Result<(), CliError> {
             defaults.node_limit
         }),
         segments: args.segments,
+        message_overhead_s: args
+            .message_overhead_us
+            .map_or(defaults.message_overhead_s, |o| o * 1e-6),
         ..defaults
     };
     let planned = plan_detailed(&topo, args.root, bytes, &opts).map_err(CliError::Failed)?;
