@@ -46,11 +46,10 @@ fn place(topo: &Topology, map: &[u32]) -> Topology {
 }
 
 fn sim(topo: &Topology, plan: &Plan, bytes: u64) -> f64 {
+    // The chooser's own model (per-message overhead, rendezvous above 64 KiB).
     let o = SimOptions {
         trusted_plan: true,
-        // The chooser's model: a rank's sends at least MESSAGE_OVERHEAD_S apart.
-        send_overhead_s: treecast::plan::pipeline::MESSAGE_OVERHEAD_S,
-        ..SimOptions::default()
+        ..treecast::plan::chooser::planning_sim_options(treecast::plan::pipeline::MESSAGE_OVERHEAD_S)
     };
     simulate_plan(topo, plan, bytes, &o).expect("simulates").time_s
 }

@@ -175,6 +175,18 @@ pub enum Predictor {
     CostModel,
 }
 
+/// The simulator as the chooser predicts with: per-message overhead `overhead_s` (sends of a
+/// rank spaced by it, receipt delayed by it) and messages above
+/// [`RENDEZVOUS_BYTES`](super::pipeline::RENDEZVOUS_BYTES) sent by rendezvous. Benchmarks that
+/// compare against the chooser's predictions use the same.
+pub fn planning_sim_options(overhead_s: f64) -> crate::sim::SimOptions {
+    crate::sim::SimOptions {
+        send_overhead_s: overhead_s,
+        rendezvous_bytes: Some(super::pipeline::RENDEZVOUS_BYTES as f64),
+        ..crate::sim::SimOptions::default()
+    }
+}
+
 /// Options of [`plan_broadcast`].
 #[derive(Clone, Debug)]
 pub struct PlanOptions {
@@ -488,6 +500,7 @@ pub fn plan_detailed(topo: &Topology, root: u32, bytes: u64, opts: &PlanOptions)
     }
     // The MPI libraries' broadcasts, ranked by the same simulator: the choice is never slower
     // in the simulator than any of them it can build.
+    let own = evaluated.len();
     let mut baseline: Option<(usize, Plan)> = None;
     if auto && opts.predictor == Predictor::Auto {
         if let Some((i, plan, timing)) = rank_baselines(topo, &model, root, bytes, overhead, &mut evaluated) {
@@ -495,7 +508,15 @@ pub fn plan_detailed(topo: &Topology, root: u32, bytes: u64, opts: &PlanOptions)
             baseline = Some((i, plan));
         }
     }
-    let i = argmin(&evaluated).expect("candidates exist");
+    // A baseline replaces our best candidate only when it wins clearly: the model is least sure
+    // where plans differ most in shape (message counts, rendezvous-sized segments), and the
+    // baselines are there to catch a candidate that is far off, not to trade a topology-aware
+    // plan for a prediction a few percent better.
+    let own_best = argmin(&evaluated[..own]).expect("candidates exist");
+    let i = match &baseline {
+        Some((j, _)) if evaluated[*j].predicted_s * (1.0 + BASELINE_MARGIN) < evaluated[own_best].predicted_s => *j,
+        _ => own_best,
+    };
     let (t, by) = (evaluated[i].predicted_s, evaluated[i].by);
     let (mut plan, model_time) = match baseline {
         Some((j, p)) if j == i => (p, None),
@@ -535,6 +556,10 @@ pub fn plan_detailed(topo: &Topology, root: u32, bytes: u64, opts: &PlanOptions)
 
 /// Index of the fastest prediction (ties go to the earlier candidate); predictions that are
 /// only lower bounds of candidates left unsimulated never win.
+/// How much faster (relative) an MPI baseline must be predicted than our best candidate to be
+/// chosen instead.
+pub const BASELINE_MARGIN: f64 = 0.05;
+
 fn argmin(evaluated: &[Evaluated]) -> Option<usize> {
     let mut best: Option<(f64, usize)> = None;
     for (i, e) in evaluated.iter().enumerate() {
@@ -643,7 +668,9 @@ fn segment_count_clamped(bytes: u64, s: u32, k: u32) -> u32 {
         .min(super::class_max_segments(super::size_class(bytes)))
         .min(by_size)
         .max(k);
-    let s = s.clamp(k, cap);
+    // Below the rendezvous threshold where the cap allows (see `pipeline::segment_count`).
+    let floor = (bytes.div_ceil(super::pipeline::RENDEZVOUS_BYTES) as u32).clamp(k, cap);
+    let s = s.clamp(floor, cap);
     s.div_ceil(k) * k
 }
 
@@ -663,8 +690,7 @@ fn predict(
         let o = crate::sim::SimOptions {
             trusted_plan: true,
             record: true,
-            send_overhead_s: overhead,
-            ..crate::sim::SimOptions::default()
+            ..planning_sim_options(overhead)
         };
         if let Ok(r) = crate::sim::simulate_plan(topo, plan, bytes, &o) {
             let timing = r
@@ -769,9 +795,9 @@ mod tests {
     }
 
     #[test]
-    fn auto_is_never_slower_than_an_mpi_baseline() {
+    fn auto_is_never_slower_than_an_mpi_baseline_beyond_the_margin() {
         use crate::sim::baselines::Baseline;
-        use crate::sim::{simulate_plan, SimOptions};
+        use crate::sim::simulate_plan;
         // Small 2-level trees with 4:1 uplinks, ranks in block order and round-robin over hosts.
         let mut cases = Vec::new();
         for (hosts, switches, per) in [(4usize, 2usize, 2usize), (4, 4, 4)] {
@@ -787,11 +813,8 @@ mod tests {
             cases.push(placed(&base, &rr));
             cases.push(base);
         }
-        // The chooser's own model (send overhead included).
-        let o = SimOptions {
-            send_overhead_s: crate::plan::pipeline::MESSAGE_OVERHEAD_S,
-            ..SimOptions::default()
-        };
+        // The chooser's own model.
+        let o = planning_sim_options(crate::plan::pipeline::MESSAGE_OVERHEAD_S);
         let mut baselines_won = 0;
         for topo in &cases {
             let n = topo.num_ranks() as u32;
@@ -813,8 +836,8 @@ mod tests {
                         let bp = b.build(topo, &ident, root, bytes).unwrap();
                         let theirs = simulate_plan(topo, &bp, bytes, &o).unwrap().time_s;
                         assert!(
-                            ours <= theirs,
-                            "n={n} root={root} bytes={bytes}: {} {ours} slower than {b} {theirs}",
+                            ours <= theirs * (1.0 + BASELINE_MARGIN) * (1.0 + 1e-12),
+                            "n={n} root={root} bytes={bytes}: {} {ours} slower than {b} {theirs} beyond the margin",
                             p.plan.info.algorithm
                         );
                     }

@@ -36,6 +36,11 @@ pub type Tree = Vec<Vec<u32>>;
 pub const MIN_SEGMENT_BYTES: u64 = 4 * 1024;
 /// Most segments per message (keeps plans and their simulation small).
 pub const MAX_SEGMENTS: u32 = 512;
+/// Messages longer than this go by rendezvous in the planner's model (a handshake before the
+/// data): Open MPI's TCP eager limit. Segments of pipelined plans stay below it where they can;
+/// above it every segment would wait for the receiver to answer.
+pub const RENDEZVOUS_BYTES: u64 = 64 * 1024;
+
 /// Per-message overhead assumed when none was measured (seconds): what an MPI library spends per
 /// message beyond the wire (about 1 us on InfiniBand; the runtime measures its own at start-up,
 /// see `runtime::prober`). The flow models charge none, so without it they would always favour
@@ -320,11 +325,7 @@ pub fn estimate(topo: &Topology, root: u32, trees: &[Tree], nsegs: u32, bytes: u
         .map(|r| trees.iter().map(|t| t[r].len()).sum::<usize>())
         .max()
         .unwrap_or(0) as f64;
-    let period = load
-        .iter()
-        .copied()
-        .fold(0.0, f64::max)
-        .max(busiest_sender * overhead);
+    let period = load.iter().copied().fold(0.0, f64::max).max(busiest_sender * overhead);
     fill + (nsegs / k - 1) as f64 * period
 }
 
@@ -365,7 +366,9 @@ pub fn segment_count(bytes: u64, depth: usize, bw: f64, trees: u32, overhead: f6
     let cap = (MAX_SEGMENTS as f64)
         .min(class_max_segments(size_class(bytes)) as f64)
         .min(by_size);
-    let s = ideal.clamp(1.0, cap.max(1.0)).round() as u32;
+    // Segments stay below the rendezvous threshold where the cap allows.
+    let floor = (bytes as f64 / RENDEZVOUS_BYTES as f64).ceil().min(cap).max(1.0);
+    let s = ideal.clamp(floor, cap.max(1.0)).round() as u32;
     let t = trees.max(1);
     (s.div_ceil(t) * t).max(t)
 }
@@ -478,8 +481,10 @@ mod tests {
         assert_eq!(segment_count(4 << 20, 100, 1.25e9, 1, o), 512);
         assert_eq!(segment_count(4 << 10, 100, 1.25e9, 1, o), 1);
         assert_eq!(segment_count(16 << 10, 100, 1.25e9, 1, o), 4);
-        // A costlier message: fewer, larger segments (sqrt(3 MiB / (1.25e9 x 100 us)) ~ 5).
-        assert_eq!(segment_count(1 << 20, 4, 1.25e9, 1, 100e-6), 5);
+        // A costlier message: fewer, larger segments (sqrt(3 MiB / (1.25e9 x 100 us)) ~ 5),
+        // but none above the rendezvous threshold: 1 MiB / 64 KiB = 16.
+        assert_eq!(segment_count(1 << 20, 4, 1.25e9, 1, 100e-6), 16);
+        assert_eq!(segment_count(256 << 10, 4, 1.25e9, 1, 100e-6), 4);
         let s = segment_count(1 << 20, 4, 1.25e9, 2, o);
         assert!(s.is_multiple_of(2) && (2..=128).contains(&s), "{s}");
     }

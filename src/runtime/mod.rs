@@ -26,3 +26,16 @@ pub unsafe fn comm_topology(
     let st = slot.lock().unwrap_or_else(|p| p.into_inner());
     Ok((st.planner.topology_arc(), st.planner.source().clone()))
 }
+
+/// The per-message overhead (seconds) the communicator's plans are made with: measured by a
+/// token ring between its hosts at start-up, else the planner's default. Creates the
+/// communicator's state if needed (collective, like the first `topo_bcast`).
+///
+/// # Safety
+/// `comm` must be a valid communicator handle (or `MPI_COMM_NULL`, which is an error).
+pub unsafe fn comm_message_overhead_s(comm: mpi::ffi::MPI_Comm) -> crate::error::Result<f64> {
+    state::check_comm(comm)?;
+    let slot = state::get_or_create(comm)?;
+    let st = slot.lock().unwrap_or_else(|p| p.into_inner());
+    Ok(st.planner.message_overhead_s())
+}

@@ -21,6 +21,8 @@ pub struct Planner {
     algorithm: Option<String>,
     /// Forced segment size (`TREECAST_SEGMENT`), if any.
     segment_bytes: Option<u64>,
+    /// Per-message overhead measured at start-up (seconds), if any.
+    message_overhead_s: Option<f64>,
 }
 
 impl Planner {
@@ -28,7 +30,11 @@ impl Planner {
     pub fn create(comm: MPI_Comm, rank: u32, size: u32, cfg: &Config) -> Result<Planner> {
         let t0 = crate::exec::raw::wtime();
         // SAFETY: comm is our valid duplicate; every rank calls this collectively.
-        let (topology, source) = unsafe { super::topo::acquire(comm, rank, size, cfg)? };
+        let super::topo::Acquired {
+            topology,
+            source,
+            message_overhead_s,
+        } = unsafe { super::topo::acquire(comm, rank, size, cfg)? };
         match &source {
             super::topo::Source::Unavailable(why) if rank == 0 => {
                 log::warn!("treecast: no topology ({why}); plans ignore the network")
@@ -45,7 +51,15 @@ impl Planner {
             source,
             algorithm: cfg.algorithm.clone(),
             segment_bytes: cfg.segment_bytes,
+            message_overhead_s,
         })
+    }
+
+    /// The per-message overhead plans are made with (seconds): measured at start-up when the
+    /// communicator spans hosts, else the planner's default.
+    pub fn message_overhead_s(&self) -> f64 {
+        self.message_overhead_s
+            .unwrap_or(crate::plan::pipeline::MESSAGE_OVERHEAD_S)
     }
 
     pub fn describe(&self) -> String {
@@ -79,6 +93,7 @@ impl Planner {
             segments: self
                 .segment_bytes
                 .map(|seg| bytes.div_ceil(seg).clamp(1, class_max_segments(class) as u64) as u32),
+            message_overhead_s: self.message_overhead_s(),
             ..plan::PlanOptions::default()
         };
         match plan::plan_broadcast(t, root, bytes, &opts) {

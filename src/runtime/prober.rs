@@ -643,6 +643,60 @@ fn distinct_kernels(kernels: &[KernelInfo]) -> usize {
     ids.len()
 }
 
+/// Most hosts whose leaders take part in the ring measurement ([`ring_hop_s`]): the per-hop
+/// cost is a local property, and a lap over thousands of hosts would cost seconds.
+const RING_HOSTS: usize = 32;
+/// Untimed laps (connections are opened lazily) and timed laps of the ring.
+const RING_WARMUP: usize = 5;
+const RING_LAPS: usize = 30;
+/// Tag of the ring's token on the private communicator (no broadcast is in flight meanwhile).
+const TAG_RING: c_int = 6;
+
+/// Collective over `comm`: the median time of one hop of an 8-byte token passed around the
+/// leaders of the first (up to [`RING_HOSTS`]) hosts, in host order, and the hosts of the ring.
+/// Returned on rank 0 only (`None` elsewhere, or with fewer than two hosts); every other rank
+/// waits politely.
+///
+/// Why: a relayed small message costs more than the link latency that ping-pong measures
+/// whenever the relay must first be woken up and scheduled — a little on a real cluster, tens
+/// of microseconds on hosts emulated on a few shared cores. A token ring is a chain of exactly
+/// such relays, so what a hop costs beyond its path's latency is the per-message overhead the
+/// planner should charge (`PlanOptions::message_overhead_s`).
+///
+/// # Safety
+/// `comm` must be our valid duplicate communicator; every rank calls this collectively.
+pub unsafe fn ring_hop_s(comm: MPI_Comm, rank: u32, hosts: &Hosts) -> Result<Option<(f64, Vec<u32>)>> {
+    let k = hosts.count().min(RING_HOSTS);
+    let members: Vec<u32> = hosts.leaders[..k].to_vec();
+    let mut out = None;
+    if let (true, Some(i)) = (k >= 2, members.iter().position(|&l| l == rank)) {
+        let (next, prev) = (members[(i + 1) % k] as c_int, members[(i + k - 1) % k] as c_int);
+        let mut buf = [0u8; 8];
+        let mut laps = Vec::with_capacity(RING_LAPS);
+        for lap in 0..RING_WARMUP + RING_LAPS {
+            if i == 0 {
+                let t0 = raw::wtime();
+                send(comm, next, &buf, 8, TAG_RING)?;
+                recv(comm, prev, &mut buf, Some(TAG_RING))?;
+                if lap >= RING_WARMUP {
+                    laps.push(raw::wtime() - t0);
+                }
+            } else {
+                recv(comm, prev, &mut buf, Some(TAG_RING))?;
+                send(comm, next, &buf, 8, TAG_RING)?;
+            }
+        }
+        if i == 0 {
+            laps.sort_by(f64::total_cmp);
+            out = Some((laps[laps.len() / 2] / k as f64, members.clone()));
+        }
+    }
+    let mut req = raw::null_request();
+    check(ffi::PMPI_Ibarrier(comm, &mut req), "MPI_Ibarrier")?;
+    wait_politely(&mut req)?;
+    Ok(out)
+}
+
 /// Leaders 1..n: take part in rounds until the coordinator says done.
 fn serve(leaders: MPI_Comm, me: u32, n: u32) -> Result<()> {
     gather_kernels(leaders, me, n)?;

@@ -268,10 +268,14 @@ pub enum Source {
 ///
 /// # Safety
 /// `comm` must be our valid duplicate communicator.
-pub unsafe fn acquire(comm: MPI_Comm, rank: u32, size: u32, cfg: &Config) -> Result<(Option<Arc<Topology>>, Source)> {
+pub unsafe fn acquire(comm: MPI_Comm, rank: u32, size: u32, cfg: &Config) -> Result<Acquired> {
     let hosts = discover_hosts(comm, rank, size, cfg)?;
     if hosts.count() == 1 {
-        return Ok((Some(Arc::new(single_host(&hosts.names[0], size))), Source::SingleHost));
+        return Ok(Acquired {
+            topology: Some(Arc::new(single_host(&hosts.names[0], size))),
+            source: Source::SingleHost,
+            message_overhead_s: None,
+        });
     }
     // Rank 0 decides and produces the host-level tree as JSON (or an error message).
     let mut decided: std::result::Result<(String, Source), String> = Err(String::new());
@@ -319,19 +323,72 @@ pub unsafe fn acquire(comm: MPI_Comm, rank: u32, size: u32, cfg: &Config) -> Res
     };
     let text = bcast_string(comm, rank, &payload)?;
     let (ok, rest) = text.split_at(1.min(text.len()));
+    let unavailable = |why: String| Acquired {
+        topology: None,
+        source: Source::Unavailable(why),
+        message_overhead_s: None,
+    };
     if ok != "1" {
-        return Ok((None, Source::Unavailable(rest.to_string())));
+        return Ok(unavailable(rest.to_string()));
     }
     let (tag, json) = rest.split_once('\n').unwrap_or((rest, ""));
     let source = parse_source(tag);
     let tree = match topology::json::from_str(json, "(broadcast topology)") {
         Ok(t) => t,
-        Err(e) => return Ok((None, Source::Unavailable(format!("broadcast topology unreadable: {e}")))),
+        Err(e) => return Ok(unavailable(format!("broadcast topology unreadable: {e}"))),
     };
-    match attach_ranks(&tree, &hosts) {
-        Ok(t) => Ok((Some(Arc::new(t)), source)),
-        Err(e) => Ok((None, Source::Unavailable(e))),
-    }
+    // Every rank reaches this point with the same outcome, so the ring is collective.
+    let t = match attach_ranks(&tree, &hosts) {
+        Ok(t) => t,
+        Err(e) => return Ok(unavailable(e)),
+    };
+    let ring = super::prober::ring_hop_s(comm, rank, &hosts)?;
+    let mut overhead: f64 = match &ring {
+        Some((hop, members)) if rank == 0 => message_overhead(&t, *hop, members),
+        _ => 0.0,
+    };
+    check(
+        ffi::PMPI_Bcast(&mut overhead as *mut f64 as *mut c_void, 1, ffi::RSMPI_DOUBLE, 0, comm),
+        "MPI_Bcast",
+    )?;
+    Ok(Acquired {
+        topology: Some(Arc::new(t)),
+        source,
+        message_overhead_s: Some(overhead),
+    })
+}
+
+/// What a communicator learns about its network at start-up.
+pub struct Acquired {
+    /// Rank-level tree, identical on every rank, if known.
+    pub topology: Option<Arc<Topology>>,
+    pub source: Source,
+    /// Per-message overhead for planning (seconds), measured by the token ring between hosts;
+    /// `None` on one host or without a topology.
+    pub message_overhead_s: Option<f64>,
+}
+
+/// The per-message overhead the planner charges, from the ring's median hop time: what a hop
+/// costs beyond the one-way latency of its path in the topology (which ping-pong measured),
+/// at least the planner's default.
+fn message_overhead(t: &Topology, hop_s: f64, members: &[u32]) -> f64 {
+    let k = members.len();
+    let latency: f64 = (0..k)
+        .map(|i| {
+            let (a, b) = (t.rank_vertex(members[i]), t.rank_vertex(members[(i + 1) % k]));
+            t.path(a, b).iter().map(|d| t.dir_params(*d).latency_s).sum::<f64>()
+        })
+        .sum::<f64>()
+        / k as f64;
+    let o = (hop_s - latency).max(crate::plan::pipeline::MESSAGE_OVERHEAD_S);
+    log::info!(
+        "treecast: a token ring over {k} hosts takes {:.1} us per hop, {:.1} us of it the links' \
+         latency: planning with {:.1} us per message",
+        hop_s * 1e6,
+        latency * 1e6,
+        o * 1e6
+    );
+    o
 }
 
 fn source_tag(s: &Source) -> String {

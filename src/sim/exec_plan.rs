@@ -8,8 +8,15 @@
 //! has been delivered. The k-th send from a to b lands in the k-th receive at b from a, so a
 //! delivery just marks the segments present at the receiver.
 //!
-//! With a send overhead `o` ([`SimOptions::send_overhead_s`]) a rank issues its sends at least
-//! `o` apart (a timer wakes it when the next one may go).
+//! With a per-message overhead `o` ([`SimOptions::send_overhead_s`], LogP's `o`) a rank's CPU
+//! spends `o` on every send it issues and on every message it receives, one thing at a time: a
+//! send waits until the CPU is free (a timer wakes the rank), and a delivered message is usable
+//! `o` after both its arrival and the end of the CPU's previous work.
+//!
+//! With a rendezvous threshold ([`SimOptions::rendezvous_bytes`]) a longer message's data
+//! leaves only after a request-to-send / clear-to-send handshake: twice its path's latency plus
+//! twice the per-message overhead after the send was issued (MPI libraries send long messages
+//! this way; Open MPI over TCP from 64 KiB).
 //!
 //! Cost: O(ops) bookkeeping plus the engine's; segment presence is a bitset per rank
 //! (ranks x nsegs bits).
@@ -20,6 +27,7 @@ use crate::plan::{range_bounds, Op, Plan};
 use crate::topology::{Topology, VertexId};
 
 struct Run<'a> {
+    topo: &'a Topology,
     plan: &'a Plan,
     bytes: u64,
     verts: Vec<VertexId>,
@@ -39,15 +47,42 @@ struct Run<'a> {
     overhead: f64,
     next_free: Vec<f64>,
     waiting: Vec<bool>,
+    /// With an overhead and recording: (first byte left, last byte left) of each delivered
+    /// message, kept until its receive overhead ends.
+    arrived: Vec<(f64, f64)>,
+    /// Messages longer than this (bytes) go by rendezvous.
+    rendezvous: f64,
 }
 
 /// Engine tags at or above this are timers; the low bits name the rank.
 const TIMER: u64 = 1 << 63;
+/// Engine tags with this bit (below [`TIMER`]) mark the end of a receive's overhead; the low
+/// bits are the flat op of the send.
+const RECEIVED: u64 = 1 << 62;
+/// Engine tags with this bit mark the end of a rendezvous handshake: the send (low bits) may
+/// put its data on the wire.
+const DEFERRED: u64 = 1 << 61;
 
 impl Run<'_> {
     fn has_all(&self, r: usize, start: u32, end: u32) -> bool {
         let row = &self.have[r * self.words..(r + 1) * self.words];
         (start..end).all(|s| row[(s / 64) as usize] >> (s % 64) & 1 == 1)
+    }
+
+    /// Put the data of flat send `f` on the wire.
+    fn start(&self, sim: &mut FlowSim, f: usize) {
+        let r = self.flat.owner[f] as usize;
+        let Op::Send { peer, segs } = self.plan.ops[r][f - self.flat.base[r]] else {
+            unreachable!("flat ops with channels are sends")
+        };
+        let (lo, hi) = range_bounds(self.bytes, self.plan.nsegs, segs);
+        sim.send(
+            self.verts[r],
+            self.verts[peer as usize],
+            (hi - lo) as f64,
+            f as u64,
+            Some(self.flat.channel[f]),
+        );
     }
 
     /// Issue every send of rank `r` that is ready, in list order.
@@ -76,13 +111,19 @@ impl Run<'_> {
                     if !self.issued.is_empty() {
                         self.issued[f] = sim.now();
                     }
-                    sim.send(
-                        self.verts[r],
-                        self.verts[peer as usize],
-                        (hi - lo) as f64,
-                        f as u64,
-                        Some(self.flat.channel[f]),
-                    );
+                    if (hi - lo) as f64 > self.rendezvous {
+                        // The data waits for the receiver's answer to a request to send.
+                        let (a, b) = (self.verts[r], self.verts[peer as usize]);
+                        let latency: f64 = self
+                            .topo
+                            .path(a, b)
+                            .iter()
+                            .map(|d| self.topo.dir_params(*d).latency_s)
+                            .sum();
+                        sim.timer(sim.now() + 2.0 * (latency + self.overhead), DEFERRED | f as u64);
+                    } else {
+                        self.start(sim, f);
+                    }
                     self.active[r] += 1;
                     self.cursor[r] += 1;
                 }
@@ -120,6 +161,7 @@ pub(crate) fn run(topo: &Topology, plan: &Plan, bytes: u64, opts: &SimOptions) -
     let mut done = vec![f64::NAN; n];
     done[root] = 0.0;
     let mut run = Run {
+        topo,
         plan,
         bytes,
         verts,
@@ -135,6 +177,12 @@ pub(crate) fn run(topo: &Topology, plan: &Plan, bytes: u64, opts: &SimOptions) -
         overhead: opts.send_overhead_s.max(0.0),
         next_free: vec![0.0; n],
         waiting: vec![false; n],
+        arrived: if opts.record && opts.send_overhead_s > 0.0 {
+            vec![(0.0, 0.0); total]
+        } else {
+            Vec::new()
+        },
+        rendezvous: opts.rendezvous_bytes.unwrap_or(f64::INFINITY),
     };
     let mut sim = FlowSim::new(topo);
     sim.set_audit(opts.audit);
@@ -152,12 +200,31 @@ pub(crate) fn run(topo: &Topology, plan: &Plan, bytes: u64, opts: &SimOptions) -
                 run.advance_rank(r, &mut sim);
                 continue;
             }
-            let f = d.tag as usize;
+            if d.tag & DEFERRED != 0 {
+                run.start(&mut sim, (d.tag & !DEFERRED) as usize);
+                continue;
+            }
+            let received = d.tag & RECEIVED != 0;
+            let f = (d.tag & !RECEIVED) as usize;
             let src = flat.owner[f] as usize;
             let Op::Send { peer, segs } = plan.ops[src][f - flat.base[src]] else {
                 unreachable!("only sends become flows")
             };
             let p = peer as usize;
+            if run.overhead > 0.0 && !received {
+                // The data is here; the receiver's CPU takes `o` once it is free.
+                let at = d.time.max(run.next_free[p]) + run.overhead;
+                run.next_free[p] = at;
+                sim.timer(at, RECEIVED | f as u64);
+                run.active[src] -= 1;
+                if opts.record {
+                    run.arrived[f] = (d.start, d.src_done);
+                }
+                if run.blocking {
+                    run.advance_rank(src, &mut sim);
+                }
+                continue;
+            }
             for s in segs.range() {
                 let w = &mut run.have[p * words + (s / 64) as usize];
                 if *w >> (s % 64) & 1 == 0 {
@@ -168,22 +235,29 @@ pub(crate) fn run(topo: &Topology, plan: &Plan, bytes: u64, opts: &SimOptions) -
             if run.got[p] == plan.nsegs && run.done[p].is_nan() {
                 run.done[p] = d.time;
             }
-            run.active[src] -= 1;
+            if !received {
+                run.active[src] -= 1;
+            }
             if opts.record {
                 let (lo, hi) = range_bounds(bytes, plan.nsegs, segs);
+                let (start_s, src_done_s) = if received {
+                    run.arrived[f]
+                } else {
+                    (d.start, d.src_done)
+                };
                 transfers.push(TransferRecord {
                     src: src as u32,
                     dst: peer,
                     segs: Some(segs),
                     bytes: hi - lo,
                     issued_s: run.issued[f],
-                    start_s: d.start,
-                    src_done_s: d.src_done,
+                    start_s,
+                    src_done_s,
                     end_s: d.time,
                 });
             }
             run.advance_rank(p, &mut sim);
-            if run.blocking {
+            if run.blocking && !received {
                 run.advance_rank(src, &mut sim);
             }
         }

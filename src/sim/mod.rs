@@ -73,11 +73,16 @@ pub struct SimOptions {
     /// Re-fill every flow at every event instead of only the affected ones (identical results;
     /// the baseline `examples/bench_sim.rs` measures the incremental solver against).
     pub full_resolve: bool,
-    /// CPU time a rank spends issuing one send (LogP's `o`): consecutive sends of a rank start
-    /// at least this far apart. The flow model alone lets a rank start any number of sends at
-    /// the same instant, which favours wide fan-outs and many small messages that no MPI
-    /// library delivers; 0 is the pure flow model.
+    /// CPU time a rank spends on each message it sends or receives (LogP's `o`), one message
+    /// at a time: a rank's sends start at least this far apart, and a received message is
+    /// usable this long after it arrived (or after the rank's previous message work). The flow
+    /// model alone lets a rank start any number of sends at the same instant and relay a
+    /// message the moment it lands, which favours wide fan-outs and long chains of small
+    /// messages that no MPI library delivers; 0 is the pure flow model.
     pub send_overhead_s: f64,
+    /// Messages longer than this many bytes are sent by rendezvous: their data leaves after a
+    /// handshake (see `exec_plan`). `None`: every message leaves at once.
+    pub rendezvous_bytes: Option<f64>,
 }
 
 /// One point-to-point transfer of a simulated run.

@@ -568,12 +568,12 @@ fn a_finishing_flow_does_not_settle_a_transient_overload() {
     assert!(r.links.iter().any(|u| u.peak_bps > 0.0));
 }
 
-/// Send overhead by hand: a flat broadcast from rank 0 to 3 ranks on a star (link latency 1 us,
-/// 1 GB/s, 1000 bytes). Flows leave the root's link one after another at full rate only if
-/// issued apart; with overhead 5 us the k-th send starts at 5k us, and the last arrives at
-/// 10 us + 2 us latency + 1 us of transfer. Without overhead the three share the root's link.
+/// Message overhead by hand: a flat broadcast from rank 0 to 3 ranks on a star (link latency
+/// 1 us, 1 GB/s, 1000 bytes). With overhead 5 us the k-th send starts at 5k us, the last
+/// arrives at 10 us + 2 us latency + 1 us of transfer and is usable 5 us later (18 us).
+/// Without overhead the three share the root's link: 3 us of transfer + 2 us of latency.
 #[test]
-fn send_overhead_spaces_a_ranks_sends() {
+fn message_overhead_spaces_sends_and_delays_receipt() {
     let t = star(&[(1e-6, 1e9); 4]);
     let map: Vec<u32> = (0..4).collect();
     let plan = "flat".parse::<Baseline>().unwrap().build(&t, &map, 0, 1000).unwrap();
@@ -590,10 +590,27 @@ fn send_overhead_spaces_a_ranks_sends() {
     // Three flows share the root's 1 GB/s link: 3 us of transfer, 2 us of latency.
     assert!((base.time_s - 5e-6).abs() < 1e-12, "{}", base.time_s);
     let spaced = with(5e-6);
-    assert!((spaced.time_s - 13e-6).abs() < 1e-12, "{}", spaced.time_s);
+    assert!((spaced.time_s - 18e-6).abs() < 1e-12, "{}", spaced.time_s);
     let mut starts: Vec<f64> = spaced.transfers.iter().map(|x| x.issued_s).collect();
     starts.sort_by(f64::total_cmp);
     for (k, s) in starts.iter().enumerate() {
         assert!((s - 5e-6 * k as f64).abs() < 1e-12, "send {k} issued at {s}");
     }
+}
+
+/// Receive overhead along a relay: chain 0 -> 1 -> 2 on a star of zero-latency, very fast
+/// links, 1 byte, overhead 4 us. The root's send leaves at 0 and lands at once; rank 1 has it
+/// at 4 (its receive overhead), forwards at 4; rank 2 has it at 8.
+#[test]
+fn message_overhead_adds_up_along_a_chain() {
+    let t = star(&[(0.0, 1e15); 3]);
+    let map: Vec<u32> = (0..3).collect();
+    let plan = "chain".parse::<Baseline>().unwrap().build(&t, &map, 0, 1).unwrap();
+    let opts = SimOptions {
+        send_overhead_s: 4e-6,
+        ..SimOptions::default()
+    };
+    let r = simulate_plan(&t, &plan, 1, &opts).unwrap();
+    assert!((r.rank_done_s[1] - 4e-6).abs() < 1e-12, "{:?}", r.rank_done_s);
+    assert!((r.rank_done_s[2] - 8e-6).abs() < 1e-12, "{:?}", r.rank_done_s);
 }

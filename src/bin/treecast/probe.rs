@@ -24,6 +24,9 @@ pub fn run(args: Args) -> Result<(), CliError> {
     let (topo, source) =
         unsafe { treecast::runtime::comm_topology(world.as_raw()) }.map_err(|e| CliError::Failed(e.to_string()))?;
     let elapsed = mpi::time() - t0;
+    // SAFETY: as above (the state exists now).
+    let overhead = unsafe { treecast::runtime::comm_message_overhead_s(world.as_raw()) }
+        .map_err(|e| CliError::Failed(e.to_string()))?;
     // Every rank must hold the very same tree: compare a hash of its JSON across the job.
     let text = topo.as_ref().map(|t| topology::json::to_string(t)).unwrap_or_default();
     let h = treecast::util::fnv1a(text.as_bytes());
@@ -45,9 +48,10 @@ pub fn run(args: Args) -> Result<(), CliError> {
     match args.format.as_str() {
         "text" => {
             println!(
-                "# {} ranks; topology from {source:?}; set-up took {:.3} s",
+                "# {} ranks; topology from {source:?}; set-up took {:.3} s; plans charge {:.1} us per message",
                 world.size(),
-                elapsed
+                elapsed,
+                overhead * 1e6
             );
             print!("{}", topology::text::to_string(&t));
         }
