@@ -11,9 +11,9 @@
 //! times loops of `CALLS` broadcasts in alternating batches with the communicator's profile
 //! recording enabled and disabled: every rank flips the same flag of its own state between
 //! batches, so both variants run in the same processes over the same connections with the same
-//! cached plan, and the only difference is the work profiling adds to each call (two clock reads
-//! and one histogram update). Which variant goes first alternates by round, so drift on a shared
-//! machine hits both alike. A batch's time is its slowest rank's; the result is the median over
+//! cached plan, and the only difference is the work profiling adds to each call (counting it,
+//! and for a sample of calls two clock reads and a histogram update). Which variant goes first
+//! alternates by round, so drift on a shared machine hits both alike. A batch's time is its slowest rank's; the result is the median over
 //! rounds of each round's profiled / unprofiled ratio (paired, so slow phases cancel), with the
 //! ratio of the two variants' medians and of their 10th percentiles (a batch the scheduler
 //! interrupted is only ever slower, so the low percentiles show the undisturbed cost), and the

@@ -54,7 +54,10 @@ fn profile_counts_calls_and_bytes_exactly() {
         assert_eq!(s.ranks, np);
         assert_eq!(s.rank_calls, s.calls * np as u64);
         assert_eq!(s.failures, 0);
-        assert_eq!(s.histogram.iter().map(|h| h.2).sum::<u64>(), s.rank_calls);
+        // Every call is counted; short calls are timed in a sample (each cell's first call and
+        // every compared call always).
+        assert_eq!(s.histogram.iter().map(|h| h.2).sum::<u64>(), s.timed_calls);
+        assert!(s.timed_calls >= np as u64 && s.timed_calls <= s.rank_calls, "{s:#?}");
         assert!(s.time.min_s > 0.0 && s.time.min_s <= s.time.median_s && s.time.median_s <= s.time.max_s);
         // One machine: the topology is one node, so predictions exist for every site.
         let p = s.predicted.expect("prediction");
@@ -155,11 +158,18 @@ fn report_renders_a_profile_and_rejects_garbage() {
         &["profile"],
         &[
             ("TREECAST_PROFILE", path.to_str().unwrap()),
+            ("TREECAST_PROFILE_TIMING", "all"),
             ("TREECAST_TIMEOUT", "120"),
         ],
         600,
     );
     assert_ok(&out, 1, "profile job");
+    // Timing every call: the histograms hold every call of every rank.
+    let report = ProfileReport::load(&path).unwrap_or_else(|e| panic!("{e}"));
+    for s in report.communicators.iter().flat_map(|c| &c.sites) {
+        assert_eq!(s.timed_calls, s.rank_calls, "{}", s.site);
+        assert_eq!(s.histogram.iter().map(|h| h.2).sum::<u64>(), s.rank_calls, "{}", s.site);
+    }
     let treecast = env!("CARGO_BIN_EXE_treecast");
     let svg = dir.join("svg");
     let out = std::process::Command::new(treecast)

@@ -117,7 +117,7 @@ unsafe fn serve(
     rc
 }
 
-/// `PMPI_Bcast`, timed and recorded in the profile.
+/// `PMPI_Bcast`, counted (and, when sampled, timed) in the profile.
 unsafe fn profiled_pmpi(
     buf: *mut c_void,
     count: c_int,
@@ -126,12 +126,21 @@ unsafe fn profiled_pmpi(
     comm: MPI_Comm,
     site: CallSite,
 ) -> c_int {
-    let t0 = treecast::exec::raw::wtime();
-    let rc = ffi::PMPI_Bcast(buf, count, datatype, root, comm);
-    let t1 = treecast::exec::raw::wtime();
-    let ok = rc == SUCCESS;
-    if guard(|| runtime::record_external(comm, site, count as i64, datatype, root, t0, t1, ok)) != SUCCESS {
+    let mut call = None;
+    if guard(|| {
+        call = Some(runtime::begin_external(comm, site, count as i64, datatype, root)?);
+        Ok(())
+    }) != SUCCESS
+    {
         log::debug!("treecast preload: MPI_Bcast not profiled: {}", last_error());
+    }
+    let rc = ffi::PMPI_Bcast(buf, count, datatype, root, comm);
+    if let Some(call) = call {
+        let ok = rc == SUCCESS;
+        guard(|| {
+            runtime::end_external(call, ok);
+            Ok(())
+        });
     }
     rc
 }

@@ -224,7 +224,7 @@ fn try_gather_comm(st: &mut CommState) -> crate::error::Result<()> {
         world_rank: world_rank(),
         host: processor_name(),
         clock_offset_s: offset,
-        sites: by_name(&st.profile.sites),
+        sites: by_name(&st.profile.tally.sites()),
     };
     let bytes = postcard::to_stdvec(&wire)
         .map_err(|e| crate::error::Error::new(crate::error::ErrorKind::Other, e.to_string()))?;
@@ -288,12 +288,31 @@ fn merge(st: &CommState, ranks: &[RankWire]) -> CommReport {
                 *roots.entry(r).or_insert(0) += n;
             }
         }
-        // Sample call: the latest call seen from this site, on every rank that made it.
-        let seq = entries.iter().filter_map(|(_, s)| s.last.map(|l| l.seq)).max();
+        // Sample call: the latest call every rank calling from here timed (ranks sample at
+        // their own strides, but all time the common samples); failing that, the latest call
+        // any of them timed, on the ranks that timed it.
+        let on_all = |seq: u64| {
+            entries
+                .iter()
+                .all(|(_, s)| [s.last, s.last_common].iter().flatten().any(|l| l.seq == seq))
+        };
+        let candidates = entries.iter().flat_map(|(_, s)| [s.last, s.last_common]).flatten();
+        let seq = candidates
+            .clone()
+            .map(|l| l.seq)
+            .filter(|&q| on_all(q))
+            .max()
+            .or_else(|| candidates.map(|l| l.seq).max());
         let sample = seq.and_then(|seq| {
             let parts: Vec<(&RankWire, super::LastCall)> = entries
                 .iter()
-                .filter_map(|(r, s)| s.last.filter(|l| l.seq == seq).map(|l| (*r, l)))
+                .filter_map(|(r, s)| {
+                    [s.last, s.last_common]
+                        .into_iter()
+                        .flatten()
+                        .find(|l| l.seq == seq)
+                        .map(|l| (*r, l))
+                })
                 .collect();
             let root = parts.first()?.1.root;
             let root_enter = parts
@@ -351,6 +370,7 @@ fn merge(st: &CommState, ranks: &[RankWire]) -> CommReport {
             failures,
             mpi_bcast_calls: by_mpi,
             time: time_stats(&time),
+            timed_calls: time.count(),
             histogram: time.bins(),
             roots: roots.into_iter().collect(),
             predicted: dominant.and_then(|c| c.predicted),

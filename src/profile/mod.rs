@@ -1,9 +1,10 @@
 //! Per-call-site profiling of broadcasts in real jobs (`TREECAST_PROFILE=path`).
 //!
-//! Hot path ([`record`]): two clock reads and a histogram update in the communicator's own
-//! state (already locked by the call), so profiling costs well under a microsecond per call and
-//! nothing at all when off (one branch; the clock is not read). Measured side by side with
-//! `cargo run --release -p treecast-preload --example bench_preload` (README, "Profiling").
+//! Hot path ([`begin`] / [`end`], see [`tally`]): every call is counted exactly in the
+//! communicator's own state (already locked by the call); an adaptive sample of calls is timed
+//! with the time-stamp counter ([`clock`]) so that timing costs at most 0.25% of the calls'
+//! duration. Off, profiling costs one branch and reads no clock. Measured side by side with
+//! `mpi-examples/profile_bench.rs` (README, "Profiling").
 //!
 //! Gathering happens only where every rank of a communicator is guaranteed to be: when the
 //! communicator is freed (inside the collective `MPI_Comm_free`) and in the `MPI_Finalize` hook,
@@ -14,15 +15,18 @@
 //! Whether profiling is on is agreed collectively when a communicator's state is created, so a
 //! variable missing on some ranks disables it instead of hanging a gather.
 
+pub mod clock;
 mod gather;
 pub mod hist;
 pub mod render;
 pub mod report;
 mod sites;
+mod tally;
 
 pub use gather::all_ok;
 pub use hist::Histogram;
 pub use report::{CommReport, ProfileReport, SiteReport, SizeClassReport};
+pub use tally::{Pending, Tally};
 
 use crate::runtime::state::CommState;
 use std::collections::{BTreeMap, HashMap};
@@ -132,7 +136,10 @@ pub struct SiteStats {
     /// Calls also timed with MPI_Bcast (`TREECAST_PROFILE_COMPARE`): MPI_Bcast's times and ours.
     pub compare_mpi: Histogram,
     pub compare_topo: Histogram,
+    /// The latest timed call, and the latest that every rank timed (see [`tally`]).
     pub last: Option<LastCall>,
+    #[serde(default)]
+    pub last_common: Option<LastCall>,
     /// Of `calls`, those performed by the MPI library's `MPI_Bcast` (interposer with
     /// `TREECAST_INTERCEPT=0`) rather than by treecast.
     #[serde(default)]
@@ -160,6 +167,9 @@ impl SiteStats {
         if other.last.map(|l| l.seq) > self.last.map(|l| l.seq) {
             self.last = other.last;
         }
+        if other.last_common.map(|l| l.seq) > self.last_common.map(|l| l.seq) {
+            self.last_common = other.last_common;
+        }
     }
 }
 
@@ -169,73 +179,41 @@ pub struct CommProfile {
     /// Agreed by all ranks of the communicator at creation.
     pub enabled: bool,
     pub compare_every: Option<u64>,
+    /// Time every call (`TREECAST_PROFILE_TIMING=all`) rather than an adaptive sample.
+    pub time_every_call: bool,
     pub is_world: bool,
     /// Label used in reports, e.g. `MPI_COMM_WORLD` or `comm 2 (4 ranks)`.
     pub label: String,
-    pub sites: SiteMap,
+    /// Counters and times per (site, size class).
+    pub tally: Tally,
     /// Set once gathered, so a state is reported once.
     pub gathered: bool,
 }
 
-/// Record one call (no-op when profiling is off).
-#[allow(clippy::too_many_arguments)]
-pub fn record(st: &mut CommState, site: CallSite, root: u32, bytes: u64, t0: f64, t1: f64, ok: bool, seq: u64) {
+/// Start recording a call made from `site` (with `bytes`, `root`, sequence number `seq`):
+/// counts it, and returns whether and since when it is timed. `None` when profiling is off.
+pub fn begin(st: &mut CommState, site: CallSite, root: u32, bytes: u64, seq: u64) -> Option<Pending> {
     if !st.profile.enabled {
-        return;
+        return None;
     }
-    st.profile.record_call(site, root, bytes, t0, t1, ok, seq);
+    let p = &mut st.profile;
+    let force = p.time_every_call || p.compare_every.is_some_and(|n| seq.is_multiple_of(n));
+    Some(p.tally.begin(site, root, bytes, seq, force))
 }
 
-impl CommProfile {
-    /// The per-call work of profiling (the hot path): count the call in its site and size
-    /// class, add its duration to the class's histogram, remember it as the site's last call.
-    #[allow(clippy::too_many_arguments)]
-    pub fn record_call(&mut self, site: CallSite, root: u32, bytes: u64, t0: f64, t1: f64, ok: bool, seq: u64) {
-        let s = self.sites.entry(site).or_default();
-        s.calls += 1;
-        s.bytes += bytes;
-        if !ok {
-            s.failures += 1;
-        }
-        let c = s.classes.entry(crate::plan::size_class(bytes)).or_default();
-        c.calls += 1;
-        c.bytes += bytes;
-        c.time.add(t1 - t0);
-        *c.roots.entry(root).or_insert(0) += 1;
-        s.last = Some(LastCall {
-            seq,
-            root,
-            bytes,
-            enter_s: t0,
-            done_s: t1,
-            by_mpi: false,
-        });
-    }
+/// Finish recording a call begun with [`begin`]; returns its duration when it was timed.
+pub fn end(st: &mut CommState, pending: Pending, ok: bool) -> Option<f64> {
+    st.profile.tally.end(pending, ok)
 }
 
-/// Record one call that the MPI library's own `MPI_Bcast` performed (the interposer with
+/// [`begin`] for a call that the MPI library's own `MPI_Bcast` performs (the interposer with
 /// serving off), so profiles count every broadcast of a program and say who did the work.
-#[allow(clippy::too_many_arguments)]
-pub fn record_mpi_bcast(
-    st: &mut CommState,
-    site: CallSite,
-    root: u32,
-    bytes: u64,
-    t0: f64,
-    t1: f64,
-    ok: bool,
-    seq: u64,
-) {
+pub fn begin_mpi_bcast(st: &mut CommState, site: CallSite, root: u32, bytes: u64, seq: u64) -> Option<Pending> {
     if !st.profile.enabled {
-        return;
+        return None;
     }
-    record(st, site, root, bytes, t0, t1, ok, seq);
-    if let Some(s) = st.profile.sites.get_mut(&site) {
-        s.mpi_bcast_calls += 1;
-        if let Some(last) = s.last.as_mut() {
-            last.by_mpi = true;
-        }
-    }
+    let force = st.profile.time_every_call;
+    Some(st.profile.tally.begin_mpi_bcast(site, root, bytes, seq, force))
 }
 
 /// Whether this call (by its sequence number, identical on all ranks) is one that is also timed
@@ -244,11 +222,9 @@ pub fn compare_due(st: &CommState, seq: u64) -> bool {
     st.profile.enabled && st.profile.compare_every.is_some_and(|n| seq.is_multiple_of(n))
 }
 
-/// Record an MPI_Bcast comparison for a call.
-pub fn record_compare(st: &mut CommState, site: CallSite, topo_s: f64, mpi_s: f64) {
-    let s = st.profile.sites.entry(site).or_default();
-    s.compare_topo.add(topo_s);
-    s.compare_mpi.add(mpi_s);
+/// Record an MPI_Bcast comparison for the call begun as `pending`.
+pub fn record_compare(st: &mut CommState, pending: &Pending, topo_s: f64, mpi_s: f64) {
+    st.profile.tally.record_compare(pending, topo_s, mpi_s);
 }
 
 /// The communicator is being freed (collectively): gather its records to its rank 0.

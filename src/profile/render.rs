@@ -156,6 +156,19 @@ pub fn text(report: &ProfileReport) -> String {
                 table_row(&mut o, &label, r.calls, r.bytes, r.time, "", r.predicted, pred_for);
             }
         }
+        for s in c
+            .sites
+            .iter()
+            .filter(|s| s.timed_calls > 0 && s.timed_calls < s.rank_calls)
+        {
+            let _ = writeln!(
+                o,
+                "  {}: times over a sample of {} of {} rank-calls (TREECAST_PROFILE_TIMING=all times every call)",
+                shorten(&s.site, 40),
+                s.timed_calls,
+                s.rank_calls
+            );
+        }
         let mut with_model = Vec::new();
         for s in &c.sites {
             let rows = class_rows(s);
@@ -532,6 +545,7 @@ mod tests {
                     bytes: 5000,
                     ranks: 2,
                     rank_calls: 10,
+                    timed_calls: 4,
                     failures: 0,
                     time: TimeStats {
                         min_s: 1e-5,
@@ -635,6 +649,7 @@ mod tests {
         assert_eq!(cols[1..6], ["5", "5000", "10.00", "20.00", "50.00"]);
         assert!(t.contains("0.500"), "compare ratio printed");
         assert!(t.contains("rank     1 b"), "{t}");
+        assert!(t.contains("times over a sample of 4 of 10 rank-calls"), "{t}");
         // Two size classes: the site row has no single prediction; each class row compares its
         // own calls with the prediction for its own size.
         assert!(row.ends_with("per size class:"), "{row}");

@@ -123,8 +123,13 @@ pub struct SiteReport {
     /// `LD_PRELOAD` interposer with `TREECAST_INTERCEPT=0`).
     #[serde(default)]
     pub mpi_bcast_calls: u64,
-    /// Per-rank call durations, all ranks merged.
+    /// Per-rank call durations, all ranks merged: of the timed calls only (every call is
+    /// counted, but a profiled rank times an adaptive sample of short calls unless
+    /// `TREECAST_PROFILE_TIMING=all`; see `profile::tally`).
     pub time: TimeStats,
+    /// Calls whose duration was measured, summed over ranks (at most `rank_calls`).
+    #[serde(default)]
+    pub timed_calls: u64,
     /// Histogram of those durations: (lower edge s, upper edge s, count).
     pub histogram: Vec<(f64, f64, u64)>,
     /// Calls per root.

@@ -79,17 +79,16 @@ pub unsafe fn bcast_with(
     let mut st = slot.lock().unwrap_or_else(|p| p.into_inner());
     let seq = st.seq;
     st.seq += 1;
-    // Clock reads only when profiling: they are the only cost profiling adds to the call when
-    // off (timeouts keep their own clock inside the engine), and the goal is that "off" costs
-    // nothing measurable. `profiling` cannot change during the call: it is fixed when the
-    // communicator's state is created, and we hold its lock.
-    let profiling = st.profile.enabled;
-    let t0 = if profiling { crate::exec::raw::wtime() } else { 0.0 };
     let local = match opts.reject {
         Some(e) => Err(e),
         None => local_layout(buf, count, datatype, opts.null_is_bottom),
     };
     let bytes = local.as_ref().map(|l| l.bytes).unwrap_or(0);
+    // Profiling off costs one branch here and one below (no clock is read). On, the call is
+    // counted and, if sampled, timed from here (after argument checking) to completion; see
+    // `profile::tally`. Whether profiling is on is fixed when the state is created, and we
+    // hold its lock.
+    let pending = profile::begin(&mut st, site, root as u32, bytes, seq);
     let result = match local {
         Err(e) => {
             if st.size > 1 {
@@ -101,18 +100,20 @@ pub unsafe fn bcast_with(
         }
         Ok(layout) => run(&mut st, seq, buf, count as u64, datatype, &layout, root as u32),
     };
-    if !profiling {
+    let Some(pending) = pending else {
         return result;
-    }
-    let t1 = crate::exec::raw::wtime();
-    profile::record(&mut st, site, root as u32, bytes, t0, t1, result.is_ok(), seq);
-    if profile::compare_due(&st, seq) && profile::all_ok(st.comm, result.is_ok() && count <= i32::MAX as i64) {
-        // Every rank succeeded, so sizes agree: time MPI_Bcast on the same (now identical) data.
-        let m0 = crate::exec::raw::wtime();
-        let rc = mpi::ffi::PMPI_Bcast(buf, count as std::os::raw::c_int, datatype, root, st.comm);
-        let m1 = crate::exec::raw::wtime();
-        if rc == mpi::ffi::MPI_SUCCESS as std::os::raw::c_int {
-            profile::record_compare(&mut st, site, t1 - t0, m1 - m0);
+    };
+    let took = profile::end(&mut st, pending, result.is_ok());
+    if let Some(topo_s) = took.filter(|_| profile::compare_due(&st, seq)) {
+        if profile::all_ok(st.comm, result.is_ok() && count <= i32::MAX as i64) {
+            // Every rank succeeded, so sizes agree: time MPI_Bcast on the same (now identical)
+            // data.
+            let m0 = crate::exec::raw::wtime();
+            let rc = mpi::ffi::PMPI_Bcast(buf, count as std::os::raw::c_int, datatype, root, st.comm);
+            let m1 = crate::exec::raw::wtime();
+            if rc == mpi::ffi::MPI_SUCCESS as std::os::raw::c_int {
+                profile::record_compare(&mut st, &pending, topo_s, m1 - m0);
+            }
         }
     }
     result

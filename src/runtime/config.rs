@@ -12,6 +12,7 @@
 //! | `TREECAST_SEGMENT` | segment size in bytes for pipelined plans (e.g. `128KiB`) | planner's choice |
 //! | `TREECAST_TIMEOUT` | seconds without progress after which a broadcast gives up with an error | unset (wait) |
 //! | `TREECAST_PROFILE` | write a per-call-site profile (JSON) to this path at `MPI_Finalize` | unset |
+//! | `TREECAST_PROFILE_TIMING` | with profiling, `all` times every call; `sample` times an adaptive sample so timing costs at most 0.25% (every call is still counted) | `sample` |
 //! | `TREECAST_PROFILE_COMPARE` | with profiling, every Nth call also times `MPI_Bcast` on the same data | unset |
 //! | `TREECAST_VIRTUAL_HOSTS` | testing: pretend every N consecutive ranks form one host named `vhostK` | unset |
 //! | `TREECAST_INTERCEPT` | interposer (`libtreecast_preload.so`) only: `0` leaves `MPI_Bcast` to the MPI library and only profiles it | `1` |
@@ -33,6 +34,8 @@ pub struct Config {
     pub timeout_s: Option<f64>,
     pub profile_path: Option<String>,
     pub profile_compare: Option<u64>,
+    /// Time every profiled call (`TREECAST_PROFILE_TIMING=all`), not a sample.
+    pub profile_time_all: bool,
     /// Testing knob: group ranks into virtual hosts of this many consecutive ranks.
     pub virtual_hosts: Option<u32>,
     /// Whether the `LD_PRELOAD` interposer serves `MPI_Bcast` itself (`TREECAST_INTERCEPT`).
@@ -112,6 +115,14 @@ impl Config {
             timeout_s: parse_f64("TREECAST_TIMEOUT"),
             profile_path: var("TREECAST_PROFILE"),
             profile_compare: var("TREECAST_PROFILE_COMPARE").and_then(|v| v.parse().ok().filter(|&n: &u64| n > 0)),
+            profile_time_all: match var("TREECAST_PROFILE_TIMING").as_deref().map(str::trim) {
+                None | Some("sample") => false,
+                Some("all") => true,
+                Some(v) => {
+                    log::warn!("TREECAST_PROFILE_TIMING={v:?} is neither `all` nor `sample`; sampling");
+                    false
+                }
+            },
             virtual_hosts: var("TREECAST_VIRTUAL_HOSTS").and_then(|v| v.parse().ok().filter(|&n: &u32| n > 0)),
             intercept: var("TREECAST_INTERCEPT")
                 .map(|v| parse_switch("TREECAST_INTERCEPT", &v))

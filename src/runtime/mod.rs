@@ -11,7 +11,7 @@ pub mod topo;
 
 pub use bcast::{bcast, bcast_with, CallOptions};
 pub use config::{config, Config};
-pub use external::record_external;
+pub use external::{begin_external, end_external, ExternalCall};
 
 /// The topology treecast uses for `comm` (setting up its state first if needed; collective on
 /// first use) and where it came from.

@@ -139,7 +139,7 @@ impl Drop for CommState {
 }
 
 /// The boxed value stored in the attribute.
-type Slot = Mutex<CommState>;
+pub type Slot = Mutex<CommState>;
 
 /// Addresses of live states, for the finalize hook.
 fn live() -> &'static Mutex<Vec<usize>> {
@@ -395,6 +395,7 @@ fn profile_setup(user: MPI_Comm, cfg: &Config, everywhere: bool, order: OrderKey
     crate::profile::CommProfile {
         enabled: everywhere,
         compare_every: cfg.profile_compare,
+        time_every_call: cfg.profile_time_all,
         is_world,
         // The agreed ordering key (world rank of rank 0, its creation counter) is unique.
         label: if is_world {
