@@ -554,12 +554,12 @@ pub fn plan_detailed(topo: &Topology, root: u32, bytes: u64, opts: &PlanOptions)
     })
 }
 
-/// Index of the fastest prediction (ties go to the earlier candidate); predictions that are
-/// only lower bounds of candidates left unsimulated never win.
 /// How much faster (relative) an MPI baseline must be predicted than our best candidate to be
 /// chosen instead.
 pub const BASELINE_MARGIN: f64 = 0.05;
 
+/// Index of the fastest prediction (ties go to the earlier candidate); predictions that are
+/// only lower bounds of candidates left unsimulated never win.
 fn argmin(evaluated: &[Evaluated]) -> Option<usize> {
     let mut best: Option<(f64, usize)> = None;
     for (i, e) in evaluated.iter().enumerate() {
