@@ -116,52 +116,12 @@ fn receive_yielding<P: Source>(p: &P, buf: &mut [u8], spin: bool) {
     });
 }
 
-/// Pin the calling thread to the `which`-th CPU it may run on (0 or 1) while it measures, and
-/// give the old mask back afterwards. Both ranks of a pair run on one machine when the cluster
-/// is emulated; left to the scheduler they sometimes share a core for a whole run, and that
-/// pair then reads a context switch per message (+10 us) more. On a real cluster the two are on
-/// different machines and pinning changes nothing. Best effort: on failure the mask stays.
-struct Pinned(Option<libc::cpu_set_t>);
-
-impl Pinned {
-    fn new(which: usize) -> Pinned {
-        // SAFETY: cpu_set_t is plain data; the calls get valid pointers and its size.
-        unsafe {
-            let mut old: libc::cpu_set_t = std::mem::zeroed();
-            if libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut old) != 0 {
-                return Pinned(None);
-            }
-            let allowed: Vec<usize> = (0..libc::CPU_SETSIZE as usize)
-                .filter(|&c| libc::CPU_ISSET(c, &old))
-                .collect();
-            if allowed.len() < 2 {
-                return Pinned(None);
-            }
-            let mut one: libc::cpu_set_t = std::mem::zeroed();
-            libc::CPU_SET(allowed[which.min(1)], &mut one);
-            if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &one) != 0 {
-                return Pinned(None);
-            }
-            Pinned(Some(old))
-        }
-    }
-}
-
-impl Drop for Pinned {
-    fn drop(&mut self) {
-        if let Some(old) = &self.0 {
-            // SAFETY: as above.
-            unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), old) };
-        }
-    }
-}
-
 /// Minimum round-trip time (seconds) of `iters` timed exchanges, measured at the initiator;
 /// `None` at the responder.
 fn ping_pong<C: Communicator>(comm: &C, peer: i32, initiator: bool, opts: &Options, buf: &mut [u8]) -> Option<f64> {
     const WARMUP: usize = 3;
     let p = comm.process_at_rank(peer);
-    let _pin = (!opts.no_pin).then(|| Pinned::new(if initiator { 0 } else { 1 }));
+    let _pin = (!opts.no_pin).then(|| treecast::util::pin::Pinned::new(if initiator { 0 } else { 1 }));
     let mut best = f64::INFINITY;
     for it in 0..(WARMUP + opts.iters) {
         if initiator {

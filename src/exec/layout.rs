@@ -69,6 +69,26 @@ fn chunk_elems(layout: &Layout) -> u64 {
     by_bytes.min(c_int::MAX as u64)
 }
 
+/// Walk `count` elements in chunks that `MPI_Pack`/`MPI_Unpack` can take: `f(k, first, offset,
+/// bytes)` gets the chunk's element count, the byte displacement of its first element from the
+/// buffer (in extents), its offset in the packed data and its packed size.
+fn for_each_chunk(
+    count: u64,
+    layout: &Layout,
+    mut f: impl FnMut(u64, isize, usize, usize) -> Result<()>,
+) -> Result<()> {
+    let step = chunk_elems(layout);
+    let (mut done, mut offset) = (0u64, 0usize);
+    while done < count {
+        let k = step.min(count - done);
+        let chunk_bytes = (k * layout.size) as usize;
+        f(k, done as isize * layout.extent as isize, offset, chunk_bytes)?;
+        offset += chunk_bytes;
+        done += k;
+    }
+    Ok(())
+}
+
 /// Pack `count` elements at `buf` into `out` (which holds `layout.bytes`).
 ///
 /// # Safety
@@ -82,13 +102,8 @@ pub unsafe fn pack(
     out: &mut [u8],
     comm: MPI_Comm,
 ) -> Result<()> {
-    let step = chunk_elems(layout);
-    let mut done = 0u64;
-    let mut offset = 0usize;
-    while done < count {
-        let k = step.min(count - done);
-        let chunk_bytes = (k * layout.size) as usize;
-        let src = (buf as *const u8).wrapping_offset(done as isize * layout.extent as isize);
+    for_each_chunk(count, layout, |k, first, offset, chunk_bytes| {
+        let src = (buf as *const u8).wrapping_offset(first);
         let mut pos: c_int = 0;
         check(
             ffi::PMPI_Pack(
@@ -108,10 +123,8 @@ pub unsafe fn pack(
                 format!("MPI_Pack produced {pos} bytes for {chunk_bytes} bytes of data; heterogeneous packing is not supported"),
             ));
         }
-        offset += chunk_bytes;
-        done += k;
-    }
-    Ok(())
+        Ok(())
+    })
 }
 
 /// Unpack `input` (as produced by [`pack`]) into `count` elements at `buf`.
@@ -127,13 +140,8 @@ pub unsafe fn unpack(
     layout: &Layout,
     comm: MPI_Comm,
 ) -> Result<()> {
-    let step = chunk_elems(layout);
-    let mut done = 0u64;
-    let mut offset = 0usize;
-    while done < count {
-        let k = step.min(count - done);
-        let chunk_bytes = (k * layout.size) as usize;
-        let dst = (buf as *mut u8).wrapping_offset(done as isize * layout.extent as isize);
+    for_each_chunk(count, layout, |k, first, offset, chunk_bytes| {
+        let dst = (buf as *mut u8).wrapping_offset(first);
         let mut pos: c_int = 0;
         check(
             ffi::PMPI_Unpack(
@@ -146,11 +154,8 @@ pub unsafe fn unpack(
                 comm,
             ),
             "MPI_Unpack",
-        )?;
-        offset += chunk_bytes;
-        done += k;
-    }
-    Ok(())
+        )
+    })
 }
 
 /// Allocate a zeroed scratch buffer, reporting failure instead of aborting.

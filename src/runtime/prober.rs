@@ -202,48 +202,12 @@ fn serve_pings(comm: MPI_Comm, peer: c_int, bytes: usize) -> Result<()> {
     Ok(())
 }
 
-/// Pins the calling thread to one CPU while it lives (best effort; see the module doc).
-struct Pinned(Option<libc::cpu_set_t>);
-
-impl Pinned {
-    fn new(which: usize) -> Pinned {
-        // SAFETY: cpu_set_t is plain data; the calls get valid pointers and its size.
-        unsafe {
-            let mut old: libc::cpu_set_t = std::mem::zeroed();
-            if libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut old) != 0 {
-                return Pinned(None);
-            }
-            let allowed: Vec<usize> = (0..libc::CPU_SETSIZE as usize)
-                .filter(|&c| libc::CPU_ISSET(c, &old))
-                .collect();
-            if allowed.len() < 2 {
-                return Pinned(None);
-            }
-            let mut one: libc::cpu_set_t = std::mem::zeroed();
-            libc::CPU_SET(allowed[which.min(1)], &mut one);
-            if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &one) != 0 {
-                return Pinned(None);
-            }
-            Pinned(Some(old))
-        }
-    }
-}
-
-impl Drop for Pinned {
-    fn drop(&mut self) {
-        if let Some(old) = &self.0 {
-            // SAFETY: as above.
-            unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), old) };
-        }
-    }
-}
-
 /// Leader `me`'s side of one round; returns its encoded result (empty unless it initiated).
 fn run_round(comm: MPI_Comm, me: u32, round: &Round) -> Result<Vec<u8>> {
     let Some(&(a, b)) = round.pairs().iter().find(|&&(a, b)| a == me || b == me) else {
         return Ok(Vec::new());
     };
-    let _pin = (round.pairs().len() == 1).then(|| Pinned::new(usize::from(me == b)));
+    let _pin = (round.pairs().len() == 1).then(|| crate::util::pin::Pinned::new(usize::from(me == b)));
     match round {
         Round::Ping { spec, .. } => {
             let bytes = spec.message_bytes.max(1) as usize;
