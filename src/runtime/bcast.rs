@@ -66,17 +66,17 @@ pub unsafe fn bcast_with(
             "topo_bcast called outside MPI_Init .. MPI_Finalize",
         ));
     }
-    state::check_comm(comm)?;
-    let size = crate::exec::raw::comm_size(comm)?;
-    if root < 0 || root >= size {
-        // Every rank sees the same invalid root: all return at once, nobody communicates.
-        return Err(Error::new(
-            ErrorKind::Root,
-            format!("root {root} is out of range for a communicator of {size} ranks"),
-        ));
-    }
-    let slot = state::get_or_create(comm)?;
+    // A communicator that has a state was checked when it got it: then only the root is.
+    let slot = match state::lookup(comm)? {
+        Some(slot) => slot,
+        None => {
+            state::check_comm(comm)?;
+            check_root(root, crate::exec::raw::comm_size(comm)?)?;
+            state::get_or_create(comm)?
+        }
+    };
     let mut st = slot.lock().unwrap_or_else(|p| p.into_inner());
+    check_root(root, st.size as i32)?;
     let seq = st.seq;
     st.seq += 1;
     let local = match opts.reject {
@@ -117,6 +117,17 @@ pub unsafe fn bcast_with(
         }
     }
     result
+}
+
+/// Every rank sees the same invalid root: all return at once, nobody communicates.
+fn check_root(root: i32, size: i32) -> Result<()> {
+    if root < 0 || root >= size {
+        return Err(Error::new(
+            ErrorKind::Root,
+            format!("root {root} is out of range for a communicator of {size} ranks"),
+        ));
+    }
+    Ok(())
 }
 
 fn ctx(st: &CommState, seq: u64) -> CallCtx {

@@ -37,8 +37,13 @@ pub unsafe fn begin_external(
     datatype: MPI_Datatype,
     root: i32,
 ) -> Result<ExternalCall> {
-    state::check_comm(comm)?;
-    let slot = state::get_or_create(comm)?;
+    let slot = match state::lookup(comm)? {
+        Some(slot) => slot,
+        None => {
+            state::check_comm(comm)?;
+            state::get_or_create(comm)?
+        }
+    };
     let mut st = slot.lock().unwrap_or_else(|p| p.into_inner());
     let seq = st.seq;
     st.seq += 1;

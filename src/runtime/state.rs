@@ -274,12 +274,17 @@ pub fn check_comm(comm: MPI_Comm) -> Result<()> {
     Ok(())
 }
 
-/// The state of `comm`, created collectively on first use.
+/// The state of `comm` if it has one: one attribute query, no collective. Only
+/// intra-communicators ever get a state, so a hit also vouches for the communicator (the hot
+/// path then skips [`check_comm`]).
 ///
 /// # Safety
-/// `comm` must be a valid intra-communicator. The returned reference lives until the
-/// communicator is freed; callers hold it only for the duration of one call.
-pub unsafe fn get_or_create(comm: MPI_Comm) -> Result<&'static Slot> {
+/// `comm` must be a valid communicator handle or `MPI_COMM_NULL` (which has no state). The
+/// returned reference lives until the communicator is freed; callers hold it only for one call.
+pub unsafe fn lookup(comm: MPI_Comm) -> Result<Option<&'static Slot>> {
+    if comm == ffi::RSMPI_COMM_NULL {
+        return Ok(None);
+    }
     let kv = keyval()?;
     let mut val: *mut c_void = std::ptr::null_mut();
     let mut flag: c_int = 0;
@@ -287,9 +292,19 @@ pub unsafe fn get_or_create(comm: MPI_Comm) -> Result<&'static Slot> {
         ffi::PMPI_Comm_get_attr(comm, kv, &mut val as *mut *mut c_void as *mut c_void, &mut flag),
         "MPI_Comm_get_attr",
     )?;
-    if flag != 0 && !val.is_null() {
-        return Ok(&*(val as *const Slot));
+    Ok((flag != 0 && !val.is_null()).then(|| &*(val as *const Slot)))
+}
+
+/// The state of `comm`, created collectively on first use.
+///
+/// # Safety
+/// `comm` must be a valid intra-communicator. The returned reference lives until the
+/// communicator is freed; callers hold it only for the duration of one call.
+pub unsafe fn get_or_create(comm: MPI_Comm) -> Result<&'static Slot> {
+    if let Some(slot) = lookup(comm)? {
+        return Ok(slot);
     }
+    let kv = keyval()?;
     let st = create(comm)?;
     let ptr = Box::into_raw(Box::new(Mutex::new(st)));
     if let Err(e) = check(
