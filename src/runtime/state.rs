@@ -405,6 +405,11 @@ fn profile_setup(user: MPI_Comm, cfg: &Config, everywhere: bool, order: OrderKey
     if cfg.profile_path.is_some() && !everywhere {
         log::warn!("TREECAST_PROFILE is not set on every rank of a communicator; profiling it is off");
     }
+    if everywhere {
+        // Calibrate the profiling clock now (a 2 ms spin, once per process) rather than inside
+        // the first profiled broadcast.
+        crate::profile::clock::Clock::global();
+    }
     // SAFETY: reading a constant handle.
     let is_world = user == unsafe { ffi::RSMPI_COMM_WORLD };
     crate::profile::CommProfile {
