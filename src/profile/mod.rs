@@ -196,9 +196,9 @@ pub fn begin(st: &mut CommState, site: CallSite, root: u32, bytes: u64, seq: u64
     if !st.profile.enabled {
         return None;
     }
-    let p = &mut st.profile;
-    let force = p.time_every_call || p.compare_every.is_some_and(|n| seq.is_multiple_of(n));
-    Some(p.tally.begin(site, root, bytes, seq, force))
+    // A compared call is always timed: its time is set against MPI_Bcast's.
+    let force = st.profile.time_every_call || compare_due(st, seq);
+    Some(st.profile.tally.begin(site, root, bytes, seq, force))
 }
 
 /// Finish recording a call begun with [`begin`]; returns its duration when it was timed.

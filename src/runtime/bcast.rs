@@ -67,14 +67,7 @@ pub unsafe fn bcast_with(
         ));
     }
     // A communicator that has a state was checked when it got it: then only the root is.
-    let slot = match state::lookup(comm)? {
-        Some(slot) => slot,
-        None => {
-            state::check_comm(comm)?;
-            check_root(root, crate::exec::raw::comm_size(comm)?)?;
-            state::get_or_create(comm)?
-        }
-    };
+    let slot = state::get_checked(comm, || check_root(root, crate::exec::raw::comm_size(comm)?))?;
     let mut st = slot.lock().unwrap_or_else(|p| p.into_inner());
     check_root(root, st.size as i32)?;
     let seq = st.seq;

@@ -37,13 +37,7 @@ pub unsafe fn begin_external(
     datatype: MPI_Datatype,
     root: i32,
 ) -> Result<ExternalCall> {
-    let slot = match state::lookup(comm)? {
-        Some(slot) => slot,
-        None => {
-            state::check_comm(comm)?;
-            state::get_or_create(comm)?
-        }
-    };
+    let slot = state::get_checked(comm, || Ok(()))?;
     let mut st = slot.lock().unwrap_or_else(|p| p.into_inner());
     let seq = st.seq;
     st.seq += 1;

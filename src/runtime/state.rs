@@ -295,6 +295,21 @@ pub unsafe fn lookup(comm: MPI_Comm) -> Result<Option<&'static Slot>> {
     Ok((flag != 0 && !val.is_null()).then(|| &*(val as *const Slot)))
 }
 
+/// The state of `comm`: found with one attribute query when it exists; otherwise `comm` is
+/// checked ([`check_comm`], then `before_create`, e.g. argument checks that must fail on every
+/// rank before anything collective happens) and the state created collectively.
+///
+/// # Safety
+/// As for [`lookup`].
+pub unsafe fn get_checked(comm: MPI_Comm, before_create: impl FnOnce() -> Result<()>) -> Result<&'static Slot> {
+    if let Some(slot) = lookup(comm)? {
+        return Ok(slot);
+    }
+    check_comm(comm)?;
+    before_create()?;
+    get_or_create(comm)
+}
+
 /// The state of `comm`, created collectively on first use.
 ///
 /// # Safety
