@@ -59,6 +59,23 @@ impl PairMeasurement {
         }
     }
 
+    /// Nothing measured yet between `a` and `b` (sets are appended with [`append`](Self::append)).
+    pub fn empty(a: usize, b: usize) -> Self {
+        PairMeasurement {
+            a,
+            b,
+            samples_s: Vec::new(),
+            set_len: Vec::new(),
+        }
+    }
+
+    /// Append the sets of `other` (the same pair measured later: probers measure one set of
+    /// every pair at a time and merge them per pair).
+    pub fn append(&mut self, other: PairMeasurement) {
+        self.samples_s.extend(other.samples_s);
+        self.set_len.extend(other.set_len);
+    }
+
     /// The minimum of each set.
     pub fn set_minima_s(&self) -> Vec<f64> {
         let mut out = Vec::with_capacity(self.set_len.len());

@@ -3,7 +3,11 @@
 //! It exercises exactly the code paths of real probing (rounds of disjoint pairs, the ping-pong
 //! protocol, bulk transfers) at any scale, deterministically for a seed.
 //!
-//! **Virtual time of a round** = pair-list broadcast + slowest measurement + result gather.
+//! **Virtual time of a round** = pair-list broadcast + slowest measurement + result gather, once
+//! per set: like the MPI prober, a ping round measures one set of every pair at a time (sets of a
+//! pair far apart in time, so one disturbance spoils at most one), each set coordinated on its
+//! own and opened by one untimed round trip (the MPI prober's connection warm-up). A stall
+//! (outlier model) hits one set of one pair.
 //! The coordinator is host 0; broadcast and gather run over a binomial tree in host order (what
 //! `MPI_Bcast` / `MPI_Gather` do for small messages), each message costing the one-way path
 //! latency plus its size over the path bandwidth in the true tree. The broadcast carries 16 bytes
@@ -268,24 +272,32 @@ impl Prober for SimProber {
     fn ping_round(&mut self, pairs: &[(usize, usize)], spec: &PingSpec) -> Result<Vec<PairMeasurement>, ProbeError> {
         let n = self.hosts.len();
         check_round(n, pairs)?;
-        let mut out = Vec::with_capacity(pairs.len());
-        let mut slowest = 0.0f64;
-        let mut gather = vec![0.0f64; n];
-        for &(a, b) in pairs {
-            let stall = if self.outliers.stall_prob > 0.0 && self.rng.f64() < self.outliers.stall_prob {
-                let (lo, hi) = self.outliers.stall_s;
-                lo + self.rng.f64() * (hi - lo)
-            } else {
-                0.0
-            };
-            let m = ping_pair::<std::convert::Infallible>(a, b, spec, || Ok(self.round_trip(a, b, stall)))
-                .unwrap_or_else(|e| match e {});
-            slowest = slowest.max(m.duration_s());
-            gather[a] += 16.0 + 8.0 * m.samples_s.len() as f64;
-            out.push(m);
+        let mut out: Vec<PairMeasurement> = pairs.iter().map(|&(a, b)| PairMeasurement::empty(a, b)).collect();
+        let one_set = PingSpec { sets: 1, ..*spec };
+        let (mut measure, mut coord) = (0.0f64, 0.0f64);
+        // The MPI prober's schedule: one set of every pair per sub-round, each sub-round
+        // coordinated on its own and each set opened by one untimed round trip.
+        for _ in 0..spec.sets.max(1) {
+            let mut slowest = 0.0f64;
+            let mut gather = vec![0.0f64; n];
+            for (&(a, b), acc) in pairs.iter().zip(out.iter_mut()) {
+                let stall = if self.outliers.stall_prob > 0.0 && self.rng.f64() < self.outliers.stall_prob {
+                    let (lo, hi) = self.outliers.stall_s;
+                    lo + self.rng.f64() * (hi - lo)
+                } else {
+                    0.0
+                };
+                let opening = self.round_trip(a, b, stall);
+                let m = ping_pair::<std::convert::Infallible>(a, b, &one_set, || Ok(self.round_trip(a, b, stall)))
+                    .unwrap_or_else(|e| match e {});
+                slowest = slowest.max(opening + m.duration_s());
+                gather[a] += 16.0 + 8.0 * m.samples_s.len() as f64;
+                acc.append(m);
+            }
+            measure += slowest;
+            coord += self.coordination_s(16.0 * pairs.len() as f64, &gather);
         }
-        let coord = self.coordination_s(16.0 * pairs.len() as f64, &gather);
-        self.ledger.ping_round(pairs, slowest, coord);
+        self.ledger.ping_round(pairs, measure, coord);
         Ok(out)
     }
 
@@ -346,13 +358,16 @@ mod tests {
         assert_eq!(m[1].samples_s.len(), 33); // constant RTT: 3 sets of 11
         let mut s = p.stats().clone();
         assert_eq!((s.ping_rounds, s.distinct_pairs), (2, 3));
-        assert!((s.measure_time_s - 33.0 * (4e-6 + 14e-6)).abs() < 1e-12);
+        // Each set: one untimed opening round trip + 11 timed ones, the slowest pair of the set.
+        assert!((s.measure_time_s - 3.0 * 12.0 * (4e-6 + 14e-6)).abs() < 1e-12);
+        assert_eq!(m[0].set_len, vec![11, 11, 11]);
         s.coordination_time_s -= first.coordination_time_s;
-        // Coordination: bcast of 32 bytes 0->2 (7 us + 32 B at 1 GB/s), then 2->3 (2 us + 32 B at
-        // 10 GB/s) => 9.0352 us; gather: 3 has nothing, 2 forwards 280 B (16 + 8 x 33) to 0:
-        // 2 + 7 us + 280 B at 1 GB/s => 9.28 us. Total 18.3152 us.
+        // Coordination, once per set: bcast of 32 bytes 0->2 (7 us + 32 B at 1 GB/s), then 2->3
+        // (2 us + 32 B at 10 GB/s) => 9.0352 us; gather: 3 has nothing, 2 forwards 104 B
+        // (16 + 8 x 11) to 0: 2 + 7 us + 104 B at 1 GB/s => 9.104 us (1's 104 B to 0 arrive
+        // earlier). 18.1392 us per set, 54.4176 us in all.
         assert!(
-            (s.coordination_time_s - 18.3152e-6).abs() < 1e-12,
+            (s.coordination_time_s - 54.4176e-6).abs() < 1e-12,
             "{}",
             s.coordination_time_s
         );

@@ -355,15 +355,7 @@ impl Prober for MpiProber<'_> {
         let t0 = raw::wtime();
         // One set at a time over all pairs (see the module doc), merged per pair afterwards.
         let one_set = PingSpec { sets: 1, ..*spec };
-        let mut out: Vec<PairMeasurement> = pairs
-            .iter()
-            .map(|&(a, b)| PairMeasurement {
-                a,
-                b,
-                samples_s: Vec::new(),
-                set_len: Vec::new(),
-            })
-            .collect();
+        let mut out: Vec<PairMeasurement> = pairs.iter().map(|&(a, b)| PairMeasurement::empty(a, b)).collect();
         let mut measure = 0.0;
         for _ in 0..spec.sets.max(1) {
             let blobs = self.rounds(pairs, |p| Round::Ping {
@@ -384,8 +376,7 @@ impl Prober for MpiProber<'_> {
                 })
                 .sum::<f64>();
             for (acc, m) in out.iter_mut().zip(this_set) {
-                acc.samples_s.extend(m.samples_s);
-                acc.set_len.extend(m.set_len);
+                acc.append(m);
             }
         }
         let wall = raw::wtime() - t0;
