@@ -66,12 +66,10 @@ fn main() {
     let mut ratio_rows = Vec::new();
     let mut heuristic_rows = Vec::new();
     for &(switches, hosts, per) in &shapes {
-        let base = Tree {
-            ranks_per_host: per,
-            ..Tree::oversubscribed(hosts, switches, 4.0)
-        }
-        .build()
-        .expect("generator");
+        let base = Tree::oversubscribed(hosts, switches, 4.0)
+            .with_ranks(per)
+            .build()
+            .expect("generator");
         let n = base.num_ranks();
         let nhosts = switches * hosts;
         // Unsegmented heuristics against the seed-004 bound (block placement, 64 KiB).

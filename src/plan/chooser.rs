@@ -762,12 +762,7 @@ mod tests {
 
     #[test]
     fn auto_is_deterministic_and_bandwidth_aware() {
-        let t = GenTree {
-            ranks_per_host: 4,
-            ..GenTree::oversubscribed(4, 4, 4.0)
-        }
-        .build()
-        .unwrap();
+        let t = GenTree::oversubscribed(4, 4, 4.0).with_ranks(4).build().unwrap();
         let o = PlanOptions::default();
         let a = plan_broadcast(&t, 5, 4 << 20, &o).unwrap();
         let b = plan_broadcast(&t, 5, 4 << 20, &o).unwrap();
@@ -801,12 +796,10 @@ mod tests {
         // Small 2-level trees with 4:1 uplinks, ranks in block order and round-robin over hosts.
         let mut cases = Vec::new();
         for (hosts, switches, per) in [(4usize, 2usize, 2usize), (4, 4, 4)] {
-            let base = GenTree {
-                ranks_per_host: per,
-                ..GenTree::oversubscribed(hosts, switches, 4.0)
-            }
-            .build()
-            .unwrap();
+            let base = GenTree::oversubscribed(hosts, switches, 4.0)
+                .with_ranks(per)
+                .build()
+                .unwrap();
             let n = base.num_ranks();
             let nhosts = hosts * switches;
             let rr: Vec<u32> = (0..n).map(|r| ((r % nhosts) * per + r / nhosts) as u32).collect();

@@ -118,12 +118,7 @@ mod tests {
     #[test]
     fn crosses_each_uplink_once() {
         // 4 leaf switches x 4 hosts x 4 ranks, 4:1 uplinks; any root.
-        let t = Tree {
-            ranks_per_host: 4,
-            ..Tree::oversubscribed(4, 4, 4.0)
-        }
-        .build()
-        .unwrap();
+        let t = Tree::oversubscribed(4, 4, 4.0).with_ranks(4).build().unwrap();
         let m = CostModel::new(&t, 64 * 1024);
         for root in [0, 37] {
             let ch = hier_tree(&m, root);
@@ -150,12 +145,7 @@ mod tests {
 
     #[test]
     fn dfs_binomial_spans_and_follows_the_tree() {
-        let t = Tree {
-            ranks_per_host: 4,
-            ..Tree::oversubscribed(4, 4, 4.0)
-        }
-        .build()
-        .unwrap();
+        let t = Tree::oversubscribed(4, 4, 4.0).with_ranks(4).build().unwrap();
         for root in [0, 9, 63] {
             let ch = dfs_binomial(&t, root);
             assert!(trees::spans(&ch, root));

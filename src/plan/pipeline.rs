@@ -402,12 +402,10 @@ mod tests {
     }
 
     fn two_level(ranks_per_host: usize) -> crate::topology::Topology {
-        GenTree {
-            ranks_per_host,
-            ..GenTree::oversubscribed(4, 4, 4.0)
-        }
-        .build()
-        .unwrap()
+        GenTree::oversubscribed(4, 4, 4.0)
+            .with_ranks(ranks_per_host)
+            .build()
+            .unwrap()
     }
 
     #[test]
@@ -435,12 +433,7 @@ mod tests {
     fn pipelining_approaches_the_bandwidth_bound() {
         // 8 switches x 8 hosts x 2 ranks, 4 MiB: the two-tree streams near the host link rate;
         // the unsegmented hierarchical tree is several times slower.
-        let t = GenTree {
-            ranks_per_host: 2,
-            ..GenTree::oversubscribed(8, 8, 4.0)
-        }
-        .build()
-        .unwrap();
+        let t = GenTree::oversubscribed(8, 8, 4.0).with_ranks(2).build().unwrap();
         let bytes = 4u64 << 20;
         let m = CostModel::new(&t, bytes);
         let lb = crate::plan::bound::pipelined_lower_bound(&t, 0, bytes);

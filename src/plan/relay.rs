@@ -414,12 +414,7 @@ mod tests {
     #[test]
     fn relay_prefers_the_widest_access() {
         // Two-level tree, hosts with one rank; make one host link faster by editing the tree.
-        let t = Tree {
-            ranks_per_host: 1,
-            ..Tree::oversubscribed(3, 2, 4.0)
-        }
-        .build()
-        .unwrap();
+        let t = Tree::oversubscribed(3, 2, 4.0).with_ranks(1).build().unwrap();
         let mut b = t.to_builder();
         // Host h004 (second switch, second host) gets a 4x faster link.
         let hv = b.vertices.iter().position(|v| v.name == "h004").unwrap();
@@ -446,12 +441,7 @@ mod tests {
         // One host of 8 ranks below s0, below a core that has nothing else (a generated fat
         // tree of one leaf switch), and an empty leaf switch beside s0: the planners used to
         // panic on the empty switch groups.
-        let t = Tree {
-            ranks_per_host: 8,
-            ..Tree::fat_tree(1, 1)
-        }
-        .build()
-        .unwrap();
+        let t = Tree::fat_tree(1, 1).with_ranks(8).build().unwrap();
         let mut b = t.to_builder();
         let core = b.vertices.iter().position(|v| v.name == "core").unwrap();
         let empty = b.vertex("s-empty", crate::topology::VertexKind::Switch);

@@ -723,18 +723,18 @@ mod tests {
         assert_eq!(c(64), "8589934592 GiB..");
     }
 
+    /// The content of the file of `files` whose name ends with `suffix`.
+    fn read_named(files: &[std::path::PathBuf], suffix: &str) -> String {
+        let f = files.iter().find(|f| f.to_string_lossy().ends_with(suffix));
+        std::fs::read_to_string(f.unwrap_or_else(|| panic!("no {suffix} in {files:?}"))).unwrap()
+    }
+
     #[test]
     fn charts_are_written() {
         let dir = std::env::temp_dir().join(format!("treecast-render-{}", std::process::id()));
         let files = write_svgs(&sample(), &dir).unwrap();
         assert_eq!(files.len(), 3);
-        let pm = std::fs::read_to_string(
-            files
-                .iter()
-                .find(|f| f.to_string_lossy().ends_with("predicted-vs-measured.svg"))
-                .unwrap(),
-        )
-        .unwrap();
+        let pm = read_named(&files, "predicted-vs-measured.svg");
         // One measured and one predicted bar per size class, each labelled with its size.
         assert_eq!(pm.matches("fill=\"#ee7733\"").count(), 2 + 1, "two bars and the legend");
         for label in [
@@ -749,13 +749,7 @@ mod tests {
             let s = std::fs::read_to_string(f).unwrap();
             assert!(s.starts_with("<svg") && s.contains("<rect"), "{}", f.display());
         }
-        let g = std::fs::read_to_string(
-            files
-                .iter()
-                .find(|f| f.to_string_lossy().ends_with("gantt.svg"))
-                .unwrap(),
-        )
-        .unwrap();
+        let g = read_named(&files, "gantt.svg");
         assert_eq!(
             g.matches("stroke=\"#cc3311\"").count(),
             2,

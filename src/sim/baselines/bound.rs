@@ -140,18 +140,8 @@ mod tests {
 
     fn topologies() -> Vec<Topology> {
         let mut v = vec![
-            Tree {
-                ranks_per_host: 3,
-                ..Tree::oversubscribed(3, 3, 4.0)
-            }
-            .build()
-            .unwrap(),
-            Tree {
-                ranks_per_host: 1,
-                ..Tree::oversubscribed(4, 2, 4.0)
-            }
-            .build()
-            .unwrap(),
+            Tree::oversubscribed(3, 3, 4.0).with_ranks(3).build().unwrap(),
+            Tree::oversubscribed(4, 2, 4.0).with_ranks(1).build().unwrap(),
             TwoClusters::paper_nonuniform(3).build().unwrap(),
             Star::paper_star(6).build().unwrap(),
         ];
@@ -214,12 +204,7 @@ mod tests {
 
     #[test]
     fn screen_skips_building_large_rings_but_bounds_them() {
-        let topo = Tree {
-            ranks_per_host: 4,
-            ..Tree::oversubscribed(4, 4, 4.0)
-        }
-        .build()
-        .unwrap();
+        let topo = Tree::oversubscribed(4, 4, 4.0).with_ranks(4).build().unwrap();
         let n = topo.num_ranks() as u32;
         let ident: Vec<u32> = (0..n).collect();
         let s = screen(&Baseline::ScatterRing, &topo, &ident, 0, 1 << 16, 100).unwrap();

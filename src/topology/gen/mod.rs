@@ -411,6 +411,11 @@ impl Tree {
         }
     }
 
+    /// The same tree with `ranks_per_host` ranks below every host.
+    pub fn with_ranks(self, ranks_per_host: usize) -> Tree {
+        Tree { ranks_per_host, ..self }
+    }
+
     /// The same 2-level tree with k:1 oversubscribed uplinks (the usual k = 4).
     pub fn oversubscribed(hosts_per_switch: usize, switches: usize, k: f64) -> Tree {
         Tree {

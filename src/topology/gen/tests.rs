@@ -137,12 +137,7 @@ fn fat_tree_and_oversubscribed_uplinks() {
     assert_eq!(t.path_bandwidth(v(&t, "agg1-0"), v(&t, "core")), 4.0 * 1.25e9 / 4.0);
     assert_eq!(t.path(v(&t, "h000"), v(&t, "h007")).len(), 6);
     // Ranks in block order below h000, h001, ...
-    let t = Tree {
-        ranks_per_host: 3,
-        ..Tree::fat_tree(2, 2)
-    }
-    .build()
-    .unwrap();
+    let t = Tree::fat_tree(2, 2).with_ranks(3).build().unwrap();
     assert_eq!(t.num_ranks(), 12);
     assert_eq!(t.vertex(t.host_of_rank(7).unwrap()).name, "h002");
 }
