@@ -307,3 +307,55 @@ fn ranks_hang_below_their_hosts() {
     metrics::same_tree(&t, &full, 1e-12).unwrap();
     assert!(with_ranks(&r.topology, &["nowhere".to_string()], LinkDir::new(0.0, 1.0)).is_err());
 }
+
+#[test]
+fn far_apart_clusters_are_grafted_from_one_round_trip_per_far_pair() {
+    // The shipped testbed: clusters 1 and 2 are 1 and 1.5 ms from the core. Each part is
+    // inferred on its own and the parts grafted from one-sample far pairs; against the same
+    // inference measuring every pair in full (far_rtt_s infinite), the tree is as exact and
+    // probing several times cheaper.
+    let t = Testbed::default().build().unwrap();
+    let noise = NoiseModel::jitter("lomax:scale_us=2,alpha=1.5".parse().unwrap());
+    let grafted = metrics::evaluate(&t, &noise, &InferOptions::default(), 3, 5, 2000).unwrap();
+    assert_eq!(grafted.exact_partition_rate, 1.0, "{grafted:?}");
+    assert!(
+        grafted.shared_link_fp_rate + grafted.shared_link_fn_rate < 0.01,
+        "{grafted:?}"
+    );
+    let full = InferOptions {
+        far_rtt_s: f64::INFINITY,
+        ..InferOptions::default()
+    };
+    let one_tree = metrics::evaluate(&t, &noise, &full, 3, 5, 2000).unwrap();
+    assert_eq!(one_tree.exact_partition_rate, 1.0, "{one_tree:?}");
+    let ratio = one_tree.virtual_probe_time_s / grafted.virtual_probe_time_s;
+    assert!(ratio > 3.0, "grafting saved only {ratio:.2}x of the virtual probe time");
+}
+
+#[test]
+fn parts_that_do_not_graft_fall_back_to_one_tree() {
+    // Part C (switches X and Y, 30 us apart) holds the junction of parts A and B, each 1 ms
+    // away at opposite ends: C's exits towards A and B differ, so no graft of one exit per part
+    // fits and inference must still return the true tree (measuring far pairs in full).
+    let mut b = TopologyBuilder::new();
+    let sw: Vec<_> = ["sA", "sX", "sY", "sB"]
+        .iter()
+        .map(|s| b.vertex(*s, VertexKind::Switch))
+        .collect();
+    for (i, &s) in sw.iter().enumerate() {
+        for h in 0..32 {
+            let v = b.vertex(format!("h{i}{h:02}"), VertexKind::Node);
+            b.link(s, v, 10e-6, 1e9);
+        }
+    }
+    b.link(sw[0], sw[1], 1e-3, 1e9);
+    b.link(sw[1], sw[2], 30e-6, 1e9);
+    b.link(sw[2], sw[3], 1e-3, 1e9);
+    let t = b.build().unwrap();
+    let noise = NoiseModel::jitter("lomax:scale_us=0.5,alpha=1.5".parse().unwrap());
+    let e = metrics::evaluate(&t, &noise, &InferOptions::default(), 2, 1, 2000).unwrap();
+    assert_eq!(e.exact_partition_rate, 1.0, "{e:?}");
+    assert!(e.shared_link_fp_rate + e.shared_link_fn_rate == 0.0, "{e:?}");
+    let r = run(&t, NoiseModel::default(), 3, InferOptions::default());
+    metrics::same_tree(&t, &r.topology, 1e-9).unwrap();
+}

@@ -129,6 +129,47 @@ impl<'p> Run<'p> {
         Ok(())
     }
 
+    /// Measure one round with far pairs cut short ([`PingSpec::far_s`] = `far_s`): the fine
+    /// measurements go to the store, the coarse ones (one-way distance estimates of pairs at
+    /// least `far_s` apart) are returned instead — only the join of far-apart parts may use them.
+    pub fn measure_far(
+        &mut self,
+        pairs: &[(usize, usize)],
+        far_s: f64,
+    ) -> Result<Vec<(usize, usize, f64)>, InferError> {
+        if pairs.is_empty() {
+            return Ok(Vec::new());
+        }
+        let spec = PingSpec { far_s, ..self.spec };
+        let ms = self.prober.ping_round(pairs, &spec)?;
+        let mut coarse = Vec::new();
+        for m in ms {
+            if spec.ended_far(&m) {
+                coarse.push((m.a, m.b, m.rtt_s() / 2.0));
+            } else {
+                self.store.add(m);
+            }
+        }
+        log::trace!("ping round: {} pairs, {} far (coarse)", pairs.len(), coarse.len());
+        Ok(coarse)
+    }
+
+    /// One round trip per pair (after the opening one), stored nowhere: the one-way distance
+    /// estimate of every pair, enough to tell near pairs from far ones (jitter only inflates a
+    /// round trip, so a reading below the far threshold proves a pair near).
+    pub fn measure_once(&mut self, pairs: &[(usize, usize)]) -> Result<Vec<(usize, usize, f64)>, InferError> {
+        if pairs.is_empty() {
+            return Ok(Vec::new());
+        }
+        let spec = PingSpec {
+            sets: 1,
+            max_round_trips: 1,
+            ..self.spec
+        };
+        let ms = self.prober.ping_round(pairs, &spec)?;
+        Ok(ms.iter().map(|m| (m.a, m.b, m.rtt_s() / 2.0)).collect())
+    }
+
     /// Start a builder's tree from the first two of its pending hosts (measured already), or
     /// from its only host.
     fn seed_one(&mut self, b: &mut Builder) {
@@ -191,33 +232,41 @@ impl<'p> Run<'p> {
         builders: &mut [Builder],
         params: &dyn Fn(&Store, &[&WorkTree]) -> LocateParams,
     ) -> Result<(), InferError> {
-        self.grow_feeding(builders, params, false)
+        self.grow_feeding(builders, params, &[])
     }
 
-    /// [`grow`](Self::grow); with `feed`, the first builder (the skeleton: one host of each
-    /// other builder) also absorbs the other builders' hosts as they are committed there, each
-    /// builder's in its commit order (its early hosts anchor the later ones) and only once that
-    /// builder's first host is in the skeleton. What a builder measured among its hosts is
-    /// reused, so merging costs a few new measurements, made while the builders still grow.
+    /// [`grow`](Self::grow), where builder `j` with `feed[j] = Some(s)` feeds skeleton `s` (a
+    /// builder seeded with hosts of the builders it absorbs): the skeleton also absorbs builder
+    /// `j`'s hosts as they are committed there, in commit order (early hosts anchor the later
+    /// ones) and only once `j`'s first host is in the skeleton. What a builder measured among
+    /// its hosts is reused, so merging costs a few new measurements, made while the builders
+    /// still grow.
     pub fn grow_feeding(
         &mut self,
         builders: &mut [Builder],
         params: &dyn Fn(&Store, &[&WorkTree]) -> LocateParams,
-        feed: bool,
+        feed: &[Option<usize>],
     ) -> Result<(), InferError> {
         let mut fed: Vec<HashSet<usize>> = vec![HashSet::new(); builders.len()];
+        let feeding = feed.iter().any(Option::is_some);
         let mut feed_all = |builders: &mut [Builder]| -> usize {
-            let Some((main, rest)) = builders.split_first_mut() else {
-                return 0;
-            };
             let mut added = 0;
-            for (j, b) in rest.iter().enumerate() {
-                let Some(&first) = b.committed.first() else { continue };
-                if main.tree.vertex_of(first).is_none() {
+            for (j, target) in feed.iter().enumerate() {
+                let Some(s) = *target else { continue };
+                let Some(&first) = builders[j].committed.first() else {
+                    continue;
+                };
+                if builders[s].tree.vertex_of(first).is_none() {
                     continue;
                 }
-                for &h in &b.committed {
-                    if fed[j].insert(h) && main.tree.vertex_of(h).is_none() && !main.pending.contains(&h) {
+                let hosts = builders[j].committed.clone();
+                let main = &mut builders[s];
+                for h in hosts {
+                    if fed[j].insert(h)
+                        && main.tree.vertex_of(h).is_none()
+                        && !main.pending.contains(&h)
+                        && !main.active.contains(&h)
+                    {
                         main.pending.push_back(h);
                         added += 1;
                     }
@@ -226,7 +275,7 @@ impl<'p> Run<'p> {
             added
         };
         loop {
-            if feed {
+            if feeding {
                 feed_all(builders);
             }
             let trees: Vec<&WorkTree> = builders.iter().map(|b| &b.tree).collect();
@@ -243,7 +292,7 @@ impl<'p> Run<'p> {
                     wants.push((bi, h, w));
                 }
             }
-            if builders.iter().all(Builder::done) && !(feed && feed_all(builders) > 0) {
+            if builders.iter().all(Builder::done) && !(feeding && feed_all(builders) > 0) {
                 return Ok(());
             }
             if wants.is_empty() {

@@ -18,6 +18,12 @@
 //!    pairs; a skeleton tree of two hosts per block grows in the same rounds, and the blocks' hosts
 //!    are merged into it as they are committed, reusing what the blocks measured. Without the hint,
 //!    one tree grows from a random order (doubling its hosts every few rounds).
+//!    **Far-apart parts** (`parts`, `graft`): where blocks are joined only by routed or
+//!    wide-area paths (round trips of `far_rtt_s` and more), each part grows its own tree in the
+//!    shared rounds and far pairs are measured with one round trip only, kept out of every
+//!    search; the parts are grafted at the end from those one-sample measurements (exit point
+//!    per part, a small tree between the exits). A graft that does not fit falls back to one
+//!    tree.
 //! 3. `refine` — verification (hosts whose leaf is not a plain access link, or whose measurements
 //!    disagree with the tree, are located again; switches discovered twice are merged), a
 //!    least-squares refit of link latencies to every measurement, and the **adaptive merge** of
@@ -35,9 +41,11 @@ mod bandwidth;
 mod driver;
 mod export;
 mod fit;
+mod graft;
 mod joining;
 mod locate;
 pub mod metrics;
+mod parts;
 mod refine;
 mod store;
 mod tree;
@@ -103,7 +111,16 @@ pub struct InferOptions {
     /// follows racks and switches, so the first measurement is then mostly short. Only speed
     /// depends on it: with an uncorrelated order it is as good as random.
     pub locality_hint: bool,
+    /// Round trips at least this long (seconds) cross routers or wide-area links: hosts are
+    /// grouped into parts joined only by such paths, each part inferred on its own and the parts
+    /// joined from one-sample measurements (see `parts`). Infinite: one tree, every pair
+    /// measured with the full protocol.
+    pub far_rtt_s: f64,
 }
+
+/// Default [`InferOptions::far_rtt_s`]: 1 ms, beyond any switched LAN (tens to hundreds of
+/// microseconds) and short of any wide-area link.
+pub const FAR_RTT_S: f64 = 1e-3;
 
 impl Default for InferOptions {
     fn default() -> Self {
@@ -113,6 +130,7 @@ impl Default for InferOptions {
             ping: PingSpec::default(),
             bandwidth_bytes: None,
             locality_hint: true,
+            far_rtt_s: FAR_RTT_S,
         }
     }
 }
@@ -202,38 +220,64 @@ pub fn infer(prober: &mut dyn Prober, opts: &InferOptions) -> Result<Inferred, I
             b
         }
         Strategy::Batch | Strategy::Auto => {
-            let groups = insertion_groups(n, run.hint, &mut run.rng);
+            let blocks = insertion_groups(n, run.hint, &mut run.rng);
             // Warm-up: consecutive hosts of each insertion order in one round of disjoint
             // pairs (neighbours in host order with the hint). It yields the access length
             // from the start (two hosts on one switch are two access links apart) and gives
             // every host a first measurement for when its partner is inserted.
-            let warm: Vec<(usize, usize)> = groups
+            let warm: Vec<(usize, usize)> = blocks
                 .iter()
                 .flat_map(|g| g.chunks_exact(2).map(|c| (c[1], c[0])).collect::<Vec<_>>())
                 .collect();
-            run.measure(&warm)?;
-            // With several blocks, a skeleton tree of one host per block grows in the same
-            // rounds as the blocks: the far (slow) measurements happen while the blocks make
-            // their near ones, instead of after them.
-            let mut builders: Vec<Builder> = Vec::new();
-            if groups.len() > 1 {
-                builders.push(Builder::new(
-                    n,
-                    groups.iter().flat_map(|g| g.iter().take(2).copied()).collect(),
-                ));
+            // With several blocks, far-apart parts are looked for (see `parts`): far pairs
+            // of these two rounds are cut short and kept for the graft only.
+            let far_s = opts.far_rtt_s;
+            let mut far = Vec::new();
+            let mut split = vec![(0..blocks.len()).collect::<Vec<usize>>()];
+            match parts::cross_block_pairs(&blocks).filter(|_| far_s.is_finite()) {
+                Some(cross) => {
+                    far = run.measure_far(&warm, far_s)?;
+                    let once = run.measure_once(&cross)?;
+                    let near: Vec<(usize, usize)> =
+                        once.iter().filter(|p| 2.0 * p.2 < far_s).map(|p| (p.0, p.1)).collect();
+                    far.extend(once.into_iter().filter(|p| 2.0 * p.2 >= far_s));
+                    split = parts::of_blocks(&blocks, &near);
+                }
+                None => run.measure(&warm)?,
             }
-            builders.extend(groups.into_iter().map(|g| Builder::new(n, g.into())));
-            let feed = builders.len() > 1;
-            run.grow_feeding(&mut builders, &batch_params, feed)?;
-            let mut main = builders.swap_remove(0);
-            // Hosts a block moved after they were merged (or never merged) go in now.
-            let missing: VecDeque<usize> = (0..n).filter(|&h| main.tree.vertex_of(h).is_none()).collect();
-            if !missing.is_empty() {
-                main.pending = missing;
-                run.grow(std::slice::from_mut(&mut main), &batch_params)?;
-            }
+            log::debug!(
+                "{} far-apart part(s) of {:?} block(s)",
+                split.len(),
+                split.iter().map(Vec::len).collect::<Vec<_>>()
+            );
+            let mut mains = parts::grow(&mut run, n, &blocks, &split, &batch_params)?;
             log::trace!("insertion done; refining");
-            let r = refine::refine(&mut run, &mut main, &batch_params)?;
+            let mut r = refine::refine(&mut run, &mut mains, &batch_params)?;
+            let main = if mains.len() == 1 {
+                mains.pop().expect("one part")
+            } else {
+                let trees: Vec<tree::WorkTree> = mains.into_iter().map(|b| b.tree).collect();
+                let tol = {
+                    let refs: Vec<&tree::WorkTree> = trees.iter().collect();
+                    batch_params(&run.store, &refs).tol_floor
+                };
+                match graft::join(n, &trees, &far, tol) {
+                    Ok(t) => {
+                        let mut b = Builder::new(n, VecDeque::new());
+                        b.tree = t;
+                        b
+                    }
+                    Err(why) => {
+                        // Correctness first: one tree over all hosts, measuring far pairs in
+                        // full where it needs them (what was measured finely is reused).
+                        log::info!("far-apart parts do not graft ({why}); inferring one tree");
+                        let all = vec![(0..blocks.len()).collect::<Vec<usize>>()];
+                        let mut one = parts::grow(&mut run, n, &blocks, &all, &batch_params)?;
+                        r = refine::refine(&mut run, &mut one, &batch_params)?;
+                        one.pop().expect("one part")
+                    }
+                }
+            };
             stats.relocated = r.relocated + run.counters.relocated;
             stats.merged = r.merged;
             stats.noise_s = r.noise_s;

@@ -34,97 +34,128 @@ pub(crate) struct RefineReport {
     pub threshold_s: f64,
 }
 
-/// Verification passes on `main`'s tree, then merge and refit.
+/// Verification passes on each builder's tree, then merge and refit. The trees hold disjoint
+/// hosts (far-apart parts of the network) and share every round; the report's noise and
+/// threshold are the largest over the trees.
 pub(crate) fn refine(
     run: &mut Run,
-    main: &mut Builder,
+    mains: &mut [Builder],
     params: &dyn Fn(&Store, &[&WorkTree]) -> LocateParams,
 ) -> Result<RefineReport, InferError> {
     let mut relocated = 0u64;
     let mut duplicates = 0u64;
+    let big = |t: &WorkTree| t.num_hosts_in() > 3;
     for _pass in 0..3 {
-        if main.tree.num_hosts_in() <= 3 {
+        if !mains.iter().any(|b| big(&b.tree)) {
             break;
         }
-        let p = params(&run.store, &[&main.tree]);
-        duplicates += merge_duplicate_siblings(run, &mut main.tree, &p)?;
-        let p = params(&run.store, &[&main.tree]);
-        let mut pending = VecDeque::new();
-        let hosts: Vec<usize> = main.tree.hosts().collect();
-        for h in hosts {
-            let Some(v) = main.tree.host_parent(h) else { continue };
-            if main.tree.is_host(v) {
-                continue;
-            }
-            let leaf = main.tree.leaf_len(h);
-            let long = p
-                .access
-                .is_none_or(|a0| (leaf - a0).abs() > p.flag_delta || leaf <= p.tol_floor);
-            if !long && inconsistent(&main.tree, &run.store, h, &p) < 2 {
-                continue;
-            }
-            let before = siblings(&main.tree, h);
-            if !main.tree.detach(h) {
-                continue;
-            }
-            match run.step(&main.tree, h, &p) {
-                Step::Place { at, leaf } => {
-                    main.tree.attach(at, h, leaf);
-                    if siblings(&main.tree, h) != before {
-                        relocated += 1;
-                    }
+        let p = {
+            let trees: Vec<&WorkTree> = mains.iter().map(|b| &b.tree).collect();
+            params(&run.store, &trees)
+        };
+        let need: Vec<(usize, usize)> = mains
+            .iter()
+            .filter(|b| big(&b.tree))
+            .flat_map(|b| duplicate_check_pairs(&b.tree, &run.store))
+            .collect();
+        log::trace!("duplicate-switch check: {} pairs to measure", need.len());
+        for round in crate::probe::matching_rounds(&need) {
+            run.measure(&round)?;
+        }
+        for b in mains.iter_mut().filter(|b| big(&b.tree)) {
+            duplicates += merge_duplicate_siblings(&mut b.tree, &run.store, &p);
+        }
+        let p = {
+            let trees: Vec<&WorkTree> = mains.iter().map(|b| &b.tree).collect();
+            params(&run.store, &trees)
+        };
+        let mut waiting = 0;
+        for main in mains.iter_mut().filter(|b| big(&b.tree)) {
+            let mut pending = VecDeque::new();
+            let hosts: Vec<usize> = main.tree.hosts().collect();
+            for h in hosts {
+                let Some(v) = main.tree.host_parent(h) else { continue };
+                if main.tree.is_host(v) {
+                    continue;
                 }
-                _ => pending.push_back(h),
+                let leaf = main.tree.leaf_len(h);
+                let long = p
+                    .access
+                    .is_none_or(|a0| (leaf - a0).abs() > p.flag_delta || leaf <= p.tol_floor);
+                if !long && inconsistent(&main.tree, &run.store, h, &p) < 2 {
+                    continue;
+                }
+                let before = siblings(&main.tree, h);
+                if !main.tree.detach(h) {
+                    continue;
+                }
+                match run.step(&main.tree, h, &p) {
+                    Step::Place { at, leaf } => {
+                        main.tree.attach(at, h, leaf);
+                        if siblings(&main.tree, h) != before {
+                            relocated += 1;
+                        }
+                    }
+                    _ => pending.push_back(h),
+                }
             }
+            waiting += pending.len();
+            relocated += pending.len() as u64;
+            main.pending = pending;
         }
-        log::trace!("verification: {} hosts to locate again", pending.len());
-        if pending.is_empty() {
+        log::trace!("verification: {waiting} hosts to locate again");
+        if waiting == 0 {
             break;
         }
-        relocated += pending.len() as u64;
-        main.pending = pending;
-        run.grow(std::slice::from_mut(main), params)?;
+        run.grow(mains, params)?;
     }
 
-    let t = &mut main.tree;
-    refit(t, &run.store, 0.0, 300);
-    let noise = noise_scale(t, &run.store);
-    let threshold = merge_threshold(t, noise);
-    let merged = merge_short_links(t, threshold) + duplicates;
-    if merged > 0 {
-        refit(t, &run.store, noise, 300);
-    }
-    Ok(RefineReport {
+    let mut report = RefineReport {
         relocated,
-        merged,
-        noise_s: noise,
-        threshold_s: threshold,
-    })
+        merged: duplicates,
+        noise_s: 0.0,
+        threshold_s: 0.0,
+    };
+    for main in mains.iter_mut() {
+        let t = &mut main.tree;
+        refit(t, &run.store, 0.0, 300);
+        let noise = noise_scale(t, &run.store);
+        let threshold = merge_threshold(t, noise);
+        let merged = merge_short_links(t, threshold);
+        if merged > 0 {
+            refit(t, &run.store, noise, 300);
+        }
+        report.merged += merged;
+        report.noise_s = report.noise_s.max(noise);
+        report.threshold_s = report.threshold_s.max(threshold);
+    }
+    Ok(report)
+}
+
+/// Shared length `(d_tree - d_measured) / 2` across each switch triple (V, W1, W2) on the
+/// path of a usable measurement.
+fn shared_across(t: &WorkTree, s: &Store) -> HashMap<(usize, usize, usize), Vec<f64>> {
+    let mut across: HashMap<(usize, usize, usize), Vec<f64>> = HashMap::new();
+    for (a, b, d) in usable(t, s) {
+        let path = t.path(a, b);
+        let sh = (t.dist(a, b) - d) / 2.0;
+        for w in path.windows(3) {
+            let (x, v, y) = (w[0].0, w[1].0, w[2].0);
+            if !t.is_host(x) && !t.is_host(v) && !t.is_host(y) {
+                across.entry((v, x.min(y), x.max(y))).or_default().push(sh);
+            }
+        }
+    }
+    across
 }
 
 /// Two switches next to one switch V that are really one (an unseen switch discovered twice by
 /// concurrent insertions, each from a different host): hosts below them are closer than the tree
 /// says, because their paths share the link up to V. Every pair of switch neighbours of every
-/// switch needs one measurement across it; pairs that no insertion measured across are measured
-/// now (a few rounds at most), and pairs whose measurements say the paths share more than the
-/// tolerance are merged.
-fn merge_duplicate_siblings(run: &mut Run, t: &mut WorkTree, p: &LocateParams) -> Result<u64, InferError> {
-    // Shared length (d_tree - d_measured) / 2 across each (V, W1, W2), from what is measured.
-    let shared = |t: &WorkTree, s: &Store| {
-        let mut across: HashMap<(usize, usize, usize), Vec<f64>> = HashMap::new();
-        for (a, b, d) in usable(t, s) {
-            let path = t.path(a, b);
-            let sh = (t.dist(a, b) - d) / 2.0;
-            for w in path.windows(3) {
-                let (x, v, y) = (w[0].0, w[1].0, w[2].0);
-                if !t.is_host(x) && !t.is_host(v) && !t.is_host(y) {
-                    across.entry((v, x.min(y), x.max(y))).or_default().push(sh);
-                }
-            }
-        }
-        across
-    };
-    let across = shared(t, &run.store);
+/// switch needs one measurement across it: these are the pairs no insertion measured across
+/// (measured in a few rounds at most before [`merge_duplicate_siblings`]).
+fn duplicate_check_pairs(t: &WorkTree, s: &Store) -> Vec<(usize, usize)> {
+    let across = shared_across(t, s);
     let mut need = Vec::new();
     let mut busy = std::collections::HashSet::new();
     for v in t.switches().collect::<Vec<_>>() {
@@ -147,11 +178,13 @@ fn merge_duplicate_siblings(run: &mut Run, t: &mut WorkTree, p: &LocateParams) -
             }
         }
     }
-    log::trace!("duplicate-switch check: {} pairs to measure", need.len());
-    for round in crate::probe::matching_rounds(&need) {
-        run.measure(&round)?;
-    }
-    let across = shared(t, &run.store);
+    need
+}
+
+/// Merge the sibling switches whose measurements say their paths share more than the
+/// tolerance (see [`duplicate_check_pairs`]); returns how many were merged.
+fn merge_duplicate_siblings(t: &mut WorkTree, s: &Store, p: &LocateParams) -> u64 {
+    let across = shared_across(t, s);
     let mut merged = 0;
     let mut groups: Vec<(usize, usize, usize)> = across
         .into_iter()
@@ -172,7 +205,7 @@ fn merge_duplicate_siblings(run: &mut Run, t: &mut WorkTree, p: &LocateParams) -
         t.merge_siblings(w1, w2);
         merged += 1;
     }
-    Ok(merged)
+    merged
 }
 
 /// Hosts sharing `h`'s switch, sorted (identifies where a host hangs across tree edits).

@@ -6,6 +6,14 @@
 //! `max_round_trips`; `sets` independent sets give `sets` minima whose spread (max - min) is the
 //! jitter *interval* inference uses to decide whether two branch points coincide.
 //!
+//! Beyond the paper: with a finite `far_s`, a pair whose first round trip takes at least `far_s`
+//! (a routed or wide-area path) is measured **coarsely**: that one round trip is the whole
+//! measurement, its only set. At 5 ms per round trip the paper's rule spends 0.17-0.45 s on such
+//! a pair, while one sample is within microseconds of the minimum — ample for links of
+//! milliseconds, though not for microsecond-scale structure. Inference decides what may use
+//! coarse pairs (only the join of far-apart parts of the network); the default is the paper's
+//! protocol (`far_s` infinite).
+//!
 //! Every sample is kept: the estimate module fits latency distributions to them.
 
 use serde::{Deserialize, Serialize};
@@ -21,6 +29,9 @@ pub struct PingSpec {
     pub sets: u32,
     /// Payload of each ping and pong, bytes (small: latency, not bandwidth, is measured).
     pub message_bytes: u32,
+    /// A pair whose first round trip takes at least this long (seconds) ends there: one set of
+    /// one sample. Infinite (the default): never, the paper's protocol.
+    pub far_s: f64,
 }
 
 impl Default for PingSpec {
@@ -30,7 +41,16 @@ impl Default for PingSpec {
             max_round_trips: 30,
             sets: 3,
             message_bytes: 8,
+            far_s: f64::INFINITY,
         }
+    }
+}
+
+impl PingSpec {
+    /// Did `m` (the measurement so far, possibly only its first sets) end as a far pair? Probers
+    /// that measure one set at a time skip its remaining sets.
+    pub fn ended_far(&self, m: &PairMeasurement) -> bool {
+        m.samples_s.first().is_some_and(|&t| t >= self.far_s)
     }
 }
 
@@ -120,6 +140,11 @@ impl PairMeasurement {
         m[m.len() - 2] - m[0]
     }
 
+    /// Was this pair measured coarsely: a single sample (a far pair, see [`PingSpec::far_s`])?
+    pub fn is_coarse(&self) -> bool {
+        self.samples_s.len() == 1
+    }
+
     /// Time the measurement took: the sum of its round trips (seconds).
     pub fn duration_s(&self) -> f64 {
         self.samples_s.iter().sum()
@@ -147,6 +172,14 @@ pub fn ping_pair<E>(
             let t = round_trip()?;
             samples.push(t);
             n += 1;
+            if samples.len() == 1 && t >= spec.far_s {
+                return Ok(PairMeasurement {
+                    a,
+                    b,
+                    samples_s: samples,
+                    set_len: vec![1],
+                });
+            }
             if t < best {
                 best = t;
                 since_improvement = 0;
@@ -218,6 +251,25 @@ mod tests {
         let m = run(&seq, &spec);
         assert_eq!(m.set_len, vec![21]);
         assert_eq!(m.rtt_s(), 2.0);
+    }
+
+    #[test]
+    fn far_pairs_take_one_round_trip() {
+        let far = PingSpec {
+            far_s: 1e-3,
+            ..PingSpec::default()
+        };
+        // A 5 ms first round trip: that is the whole measurement.
+        let m = run(&[5e-3, 4e-3, 6e-3], &far);
+        assert_eq!((m.set_len.clone(), m.rtt_s()), (vec![1], 5e-3));
+        assert!(m.is_coarse() && far.ended_far(&m));
+        // A first round trip below the threshold: the paper's rule, whatever follows.
+        let m = run(&[0.5e-3, 2e-3, 2e-3], &far);
+        assert_eq!(m.set_len.len(), 3);
+        assert!(m.set_len.iter().all(|&n| n >= 11), "{:?}", m.set_len);
+        assert!(!m.is_coarse() && !far.ended_far(&m));
+        // The default (paper's) protocol measures far pairs like any other.
+        assert_eq!(run(&[5e-3], &PingSpec::default()).set_len, vec![11, 11, 11]);
     }
 
     #[test]

@@ -7,7 +7,8 @@
 //! per set: like the MPI prober, a ping round measures one set of every pair at a time (sets of a
 //! pair far apart in time, so one disturbance spoils at most one), each set coordinated on its
 //! own and opened by one untimed round trip (the MPI prober's connection warm-up). A stall
-//! (outlier model) hits one set of one pair.
+//! (outlier model) hits one set of one pair. A pair that ended far in its first set
+//! ([`PingSpec::far_s`]) takes no part in the later sets; a set with no pair left is not run.
 //! The coordinator is host 0; broadcast and gather run over a binomial tree in host order (what
 //! `MPI_Bcast` / `MPI_Gather` do for small messages), each message costing the one-way path
 //! latency plus its size over the path bandwidth in the true tree. The broadcast carries 16 bytes
@@ -281,6 +282,9 @@ impl Prober for SimProber {
             let mut slowest = 0.0f64;
             let mut gather = vec![0.0f64; n];
             for (&(a, b), acc) in pairs.iter().zip(out.iter_mut()) {
+                if spec.ended_far(acc) {
+                    continue; // a far pair's one round trip is its whole measurement
+                }
                 let stall = if self.outliers.stall_prob > 0.0 && self.rng.f64() < self.outliers.stall_prob {
                     let (lo, hi) = self.outliers.stall_s;
                     lo + self.rng.f64() * (hi - lo)
@@ -293,6 +297,9 @@ impl Prober for SimProber {
                 slowest = slowest.max(opening + m.duration_s());
                 gather[a] += 16.0 + 8.0 * m.samples_s.len() as f64;
                 acc.append(m);
+            }
+            if gather.iter().all(|&g| g == 0.0) {
+                break; // every pair ended far in the first set
             }
             measure += slowest;
             coord += self.coordination_s(16.0 * pairs.len() as f64, &gather);

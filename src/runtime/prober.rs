@@ -358,25 +358,31 @@ impl Prober for MpiProber<'_> {
         let mut out: Vec<PairMeasurement> = pairs.iter().map(|&(a, b)| PairMeasurement::empty(a, b)).collect();
         let mut measure = 0.0;
         for _ in 0..spec.sets.max(1) {
-            let blobs = self.rounds(pairs, |p| Round::Ping {
+            // A far pair's one round trip is its whole measurement (PingSpec::far_s).
+            let open: Vec<usize> = (0..pairs.len()).filter(|&i| !spec.ended_far(&out[i])).collect();
+            if open.is_empty() {
+                break;
+            }
+            let set_pairs: Vec<(usize, usize)> = open.iter().map(|&i| pairs[i]).collect();
+            let blobs = self.rounds(&set_pairs, |p| Round::Ping {
                 spec: one_set,
                 pairs: p,
             })?;
-            let mut this_set = Vec::with_capacity(pairs.len());
-            for &(a, b) in pairs {
+            let mut this_set = Vec::with_capacity(set_pairs.len());
+            for &(a, b) in &set_pairs {
                 let m = decode_measurement(&blobs[a], a, b)?;
                 this_set.push(m);
             }
-            measure += pairs
+            measure += set_pairs
                 .chunks(self.max_pairs.max(1))
                 .map(|c| {
                     c.iter()
-                        .map(|&(a, _)| out_duration(&this_set, pairs, a))
+                        .map(|&(a, _)| out_duration(&this_set, &set_pairs, a))
                         .fold(0.0, f64::max)
                 })
                 .sum::<f64>();
-            for (acc, m) in out.iter_mut().zip(this_set) {
-                acc.append(m);
+            for (&i, m) in open.iter().zip(this_set) {
+                out[i].append(m);
             }
         }
         let wall = raw::wtime() - t0;

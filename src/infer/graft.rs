@@ -1,0 +1,532 @@
+//! Joining the trees of far-apart parts (see `parts`) from coarse measurements between them.
+//!
+//! In a tree, every path from part `c`'s hosts to part `j`'s hosts leaves `c`'s subtree at one
+//! point `p` (its exit towards `j`) and enters `j`'s at one point `q`, so each measured pair
+//! `(a, b)` satisfies `d(a, b) = d(a, p) + delta + d(q, b)`. Given the part trees, `p` and `q`
+//! are the points that make `d(a, b) - d(a, p) - d(q, b)` the same for every pair: found by a
+//! search over switch pairs, then refined along links by alternating one side at a time (on a
+//! link, the best position balances the medians of the hosts on either side). The spread is
+//! measured as the mean absolute deviation from the median, so a few inflated one-sample
+//! measurements do not move the fit. A part whose exits towards different parts disagree (its
+//! subtree holds the junction of others) does not fit this model: the graft fails and the
+//! caller falls back to one tree.
+//!
+//! With one exit per part, the distances between exits (the medians) form a small tree metric
+//! over the parts, joined by [`joining::join`] (two parts: one link); each part's tree hangs at
+//! its exit, split from a link where needed.
+
+use super::joining;
+use super::tree::{Point, WorkTree};
+use std::collections::HashMap;
+
+/// Pairs per pair of parts below which an exit cannot be placed.
+const MIN_PAIRS: usize = 3;
+
+/// Alternating refinements of the two exits of a pair of parts.
+const SWEEPS: usize = 3;
+
+/// Median and mean absolute deviation from it.
+fn spread(r: &[f64]) -> (f64, f64) {
+    let mut v = r.to_vec();
+    let i = v.len() / 2;
+    let med = *v.select_nth_unstable_by(i, f64::total_cmp).1;
+    (med, r.iter().map(|x| (x - med).abs()).sum::<f64>() / r.len() as f64)
+}
+
+/// How far off a point placed from residuals `r` may be: twice the standard error of a median
+/// over half of them (the hosts on one side of a link), from their robust spread (1.4826 x MAD,
+/// which heavy-tailed one-sample measurements do not inflate).
+fn placement_error(r: &[f64]) -> f64 {
+    if r.len() < 2 {
+        return 0.0;
+    }
+    let (med, _) = spread(r);
+    let dev: Vec<f64> = r.iter().map(|x| (x - med).abs()).collect();
+    let sigma = 1.4826 * spread(&dev).0;
+    2.0 * 1.2533 * sigma / (r.len() as f64 / 2.0).sqrt()
+}
+
+/// Distance between two points of a tree: the path leaves each link through one of its ends.
+fn point_dist(t: &WorkTree, p: Point, q: Point) -> f64 {
+    let ends = |p: Point| match p {
+        Point::At(v) => vec![(v, 0.0)],
+        Point::On { child, up } => vec![(child, up), (t.parent(child).expect("a link"), t.len(child) - up)],
+    };
+    if let (Point::On { child: a, up: x }, Point::On { child: b, up: y }) = (p, q) {
+        if a == b {
+            return (x - y).abs();
+        }
+    }
+    let mut best = f64::INFINITY;
+    for (u, du) in ends(p) {
+        for &(v, dv) in &ends(q) {
+            best = best.min(du + t.dist(u, v) + dv);
+        }
+    }
+    best
+}
+
+/// Where the paths to the other side leave `t`: the point minimising the spread of
+/// `y[k] - d(hosts[k], point)` (`y`: the distance of each pair's far end beyond the exit, plus
+/// the unknown length between the exits); points on a link within `snap` of a switch are left
+/// to the switch. Returns the point and its spread.
+fn best_point(t: &WorkTree, hosts: &[usize], y: &[f64], snap: f64) -> (Point, f64) {
+    let vs: Vec<usize> = hosts
+        .iter()
+        .map(|&h| t.vertex_of(h).expect("host in its part's tree"))
+        .collect();
+    let few = t.switches().next().is_none();
+    let cost = |p: Point| {
+        let r: Vec<f64> = vs.iter().zip(y).map(|(&v, &yk)| yk - t.dist_point(v, p)).collect();
+        spread(&r).1
+    };
+    let better = |best: &Option<(Point, f64)>, c: f64| best.is_none_or(|b| c < b.1);
+    let mut best: Option<(Point, f64)> = None;
+    for v in t.vertices() {
+        if few || !t.is_host(v) {
+            let c = cost(Point::At(v));
+            if better(&best, c) {
+                best = Some((Point::At(v), c));
+            }
+        }
+    }
+    // Closer to a switch than the placement error is noise.
+    let snap = match best {
+        Some((p, _)) => {
+            let r: Vec<f64> = vs.iter().zip(y).map(|(&v, &yk)| yk - t.dist_point(v, p)).collect();
+            snap.max(placement_error(&r))
+        }
+        None => snap,
+    };
+    for u in t.vertices() {
+        let Some(w) = t.parent(u) else { continue };
+        if !few && (t.is_host(u) || t.is_host(w)) {
+            continue; // exits on an access link are not told apart from its switch
+        }
+        let l = t.len(u);
+        let (mut below, mut above) = (Vec::new(), Vec::new());
+        for (&v, &yk) in vs.iter().zip(y) {
+            if t.is_ancestor(u, v) {
+                below.push(yk - t.dist(v, u));
+            } else {
+                above.push(yk - t.dist(v, w));
+            }
+        }
+        if below.is_empty() || above.is_empty() || l <= 0.0 {
+            continue; // all on one side: the vertices decide
+        }
+        // Residuals: below - up, above - (l - up); equal medians at this `up`.
+        let up = ((spread(&below).0 - spread(&above).0 + l) / 2.0).clamp(0.0, l);
+        // Within the snapping tolerance of a switch, the exit is that switch (its vertex is
+        // a candidate on its own): a point a fraction of a microsecond beside it would be a
+        // switch that does not exist.
+        let near_switch = (up <= snap && !t.is_host(u)) || (l - up <= snap && !t.is_host(w));
+        if up > 0.0 && up < l && !near_switch {
+            let p = Point::On { child: u, up };
+            let c = cost(p);
+            if better(&best, c) {
+                best = Some((p, c));
+            }
+        }
+    }
+    best.expect("a part's tree has a vertex")
+}
+
+/// Points on each link tried by [`common_exit`] (besides the vertices and the exits fitted
+/// towards each partner alone).
+const GRID: usize = 16;
+
+/// Part `c`'s exit fitted to its pairs towards every partner `j` (at `partner[j]`): the point
+/// minimising the sum over partners of the spread of their residuals, among the switches,
+/// `extra` points, and a grid along every link between switches; a point on a link within the
+/// placement error of a switch is that switch.
+fn common_exit(
+    trees: &[WorkTree],
+    links: &HashMap<(usize, usize), Link>,
+    c: usize,
+    partner: &[Point],
+    tol: f64,
+    extra: impl Iterator<Item = Point>,
+) -> Point {
+    let t = &trees[c];
+    let m = trees.len();
+    let res = |p: Point, j: usize| {
+        let l = &links[&(c.min(j), c.max(j))];
+        if c < j {
+            residuals(trees, l, p, partner[j])
+        } else {
+            residuals(trees, l, partner[j], p)
+        }
+    };
+    let cost = |p: Point| (0..m).filter(|&j| j != c).map(|j| spread(&res(p, j)).1).sum::<f64>();
+    let few = t.switches().next().is_none();
+    let mut cands: Vec<Point> = t.vertices().filter(|&v| few || !t.is_host(v)).map(Point::At).collect();
+    cands.extend(extra);
+    for u in t.vertices() {
+        let Some(w) = t.parent(u) else { continue };
+        if few || !(t.is_host(u) || t.is_host(w)) {
+            cands.extend((1..GRID).map(|i| Point::On {
+                child: u,
+                up: t.len(u) * i as f64 / GRID as f64,
+            }));
+        }
+    }
+    let best = cands
+        .into_iter()
+        .map(|p| (p, cost(p)))
+        .min_by(|a, b| a.1.total_cmp(&b.1))
+        .expect("a part's tree has a vertex")
+        .0;
+    let Point::On { child, up } = best else { return best };
+    // Centred residuals of all partners together tell the placement error.
+    let centred: Vec<f64> = (0..m)
+        .filter(|&j| j != c)
+        .flat_map(|j| {
+            let r = res(best, j);
+            let med = spread(&r).0;
+            r.into_iter().map(move |x| x - med)
+        })
+        .collect();
+    let snap = tol.max(placement_error(&centred));
+    let parent = t.parent(child).expect("a link");
+    if up <= snap && !t.is_host(child) {
+        Point::At(child)
+    } else if t.len(child) - up <= snap && !t.is_host(parent) {
+        Point::At(parent)
+    } else {
+        best
+    }
+}
+
+/// The coarse pairs between two parts, oriented `(a in c, b in j, one-way distance)`.
+struct Link {
+    c: usize,
+    j: usize,
+    pairs: Vec<(usize, usize, f64)>,
+}
+
+/// Exits `(p in c, q in j)` of one pair of parts and their spread.
+fn fit_pair(trees: &[WorkTree], l: &Link, snap: f64) -> (Point, Point, f64) {
+    let (tc, tj) = (&trees[l.c], &trees[l.j]);
+    let a: Vec<usize> = l.pairs.iter().map(|p| p.0).collect();
+    let b: Vec<usize> = l.pairs.iter().map(|p| p.1).collect();
+    let d: Vec<f64> = l.pairs.iter().map(|p| p.2).collect();
+    let dists = |t: &WorkTree, hosts: &[usize], p: Point| -> Vec<f64> {
+        hosts
+            .iter()
+            .map(|&h| t.dist_point(t.vertex_of(h).unwrap(), p))
+            .collect()
+    };
+    let cands = |t: &WorkTree| -> Vec<Point> {
+        let s: Vec<Point> = t.switches().map(Point::At).collect();
+        if s.is_empty() {
+            t.vertices().map(Point::At).collect()
+        } else {
+            s
+        }
+    };
+    // Joint search over switch pairs, then alternating refinement along links.
+    let qa: Vec<(Point, Vec<f64>)> = cands(tj).into_iter().map(|q| (q, dists(tj, &b, q))).collect();
+    let mut best: Option<(Point, Point, f64)> = None;
+    for p in cands(tc) {
+        let dp = dists(tc, &a, p);
+        for (q, dq) in &qa {
+            let r: Vec<f64> = (0..d.len()).map(|k| d[k] - dp[k] - dq[k]).collect();
+            let c = spread(&r).1;
+            if best.is_none_or(|x| c < x.2) {
+                best = Some((p, *q, c));
+            }
+        }
+    }
+    let (mut p, mut q, mut c) = best.expect("parts have vertices");
+    for _ in 0..SWEEPS {
+        let dq = dists(tj, &b, q);
+        let y: Vec<f64> = (0..d.len()).map(|k| d[k] - dq[k]).collect();
+        p = best_point(tc, &a, &y, snap).0;
+        let dp = dists(tc, &a, p);
+        let y: Vec<f64> = (0..d.len()).map(|k| d[k] - dp[k]).collect();
+        let (nq, nc) = best_point(tj, &b, &y, snap);
+        q = nq;
+        c = nc;
+    }
+    (p, q, c)
+}
+
+/// Residuals of a pair of parts for exits `ec`, `ej`: median (the length between the exits)
+/// and spread.
+fn between(trees: &[WorkTree], l: &Link, ec: Point, ej: Point) -> (f64, f64) {
+    spread(&residuals(trees, l, ec, ej))
+}
+
+/// `d(a, b) - d(a, ec) - d(ej, b)` of every pair between two parts.
+fn residuals(trees: &[WorkTree], l: &Link, ec: Point, ej: Point) -> Vec<f64> {
+    l.pairs
+        .iter()
+        .map(|&(a, b, d)| {
+            d - trees[l.c].dist_point(trees[l.c].vertex_of(a).unwrap(), ec)
+                - trees[l.j].dist_point(trees[l.j].vertex_of(b).unwrap(), ej)
+        })
+        .collect()
+}
+
+/// Join the part trees (disjoint hosts, every one of the `num_hosts` hosts in one of them) with
+/// the coarse pairs `far` (host, host, one-way distance; pairs inside a part are ignored).
+/// `tol` (seconds): the least snapping tolerance of exits to switches, and the least distance
+/// allowed between a part's exits towards different partners (both grow with the noise of the
+/// coarse pairs). Errors say why the parts do not fit one tree.
+pub(crate) fn join(
+    num_hosts: usize,
+    trees: &[WorkTree],
+    far: &[(usize, usize, f64)],
+    tol: f64,
+) -> Result<WorkTree, String> {
+    let m = trees.len();
+    log::trace!("graft: {m} parts, tolerance {:.3} us", tol * 1e6);
+    let mut part_of = vec![usize::MAX; num_hosts];
+    for (c, t) in trees.iter().enumerate() {
+        for h in t.hosts() {
+            part_of[h] = c;
+        }
+    }
+    if let Some(h) = part_of.iter().position(|&c| c == usize::MAX) {
+        return Err(format!("host {h} is in no part"));
+    }
+    let mut links: HashMap<(usize, usize), Link> = HashMap::new();
+    for &(a, b, d) in far {
+        let (ca, cb) = (part_of[a], part_of[b]);
+        if ca == cb {
+            continue;
+        }
+        let (c, j, x, y) = if ca < cb { (ca, cb, a, b) } else { (cb, ca, b, a) };
+        links
+            .entry((c, j))
+            .or_insert_with(|| Link {
+                c,
+                j,
+                pairs: Vec::new(),
+            })
+            .pairs
+            .push((x, y, d));
+    }
+    let mut fits: HashMap<(usize, usize), (Point, Point, f64)> = HashMap::new();
+    for c in 0..m {
+        for j in (c + 1)..m {
+            let Some(l) = links.get(&(c, j)).filter(|l| l.pairs.len() >= MIN_PAIRS) else {
+                return Err(format!(
+                    "parts {c} and {j}: fewer than {MIN_PAIRS} pairs measured between them"
+                ));
+            };
+            fits.insert((c, j), fit_pair(trees, l, tol));
+        }
+    }
+    // One exit per part, fitted to the pairs towards all its partners at once (each partner
+    // at its exit, each pair of parts with its own length between exits); twice, the second
+    // time against the partners' common exits. It must agree with the exit fitted towards each
+    // partner alone, or the part holds the junction of others.
+    let exit_towards = |c: usize, j: usize| if c < j { fits[&(c, j)].0 } else { fits[&(j, c)].1 };
+    let mut exits: Vec<Point> = (0..m).map(|c| exit_towards(c, if c == 0 { 1 } else { 0 })).collect();
+    let mut partner: Vec<Vec<Point>> = (0..m)
+        .map(|c| {
+            (0..m)
+                .map(|j| if c == j { Point::At(0) } else { exit_towards(j, c) })
+                .collect()
+        })
+        .collect();
+    for _ in 0..2 {
+        for c in 0..m {
+            exits[c] = common_exit(
+                trees,
+                &links,
+                c,
+                &partner[c],
+                tol,
+                (0..m).filter(|&j| j != c).map(|j| exit_towards(c, j)),
+            );
+        }
+        partner = (0..m).map(|_| exits.clone()).collect();
+    }
+    for c in 0..m {
+        for j in (0..m).filter(|&j| j != c) {
+            let own = exit_towards(c, j);
+            let off = point_dist(&trees[c], exits[c], own);
+            let (x, y, _) = fits[&(c.min(j), c.max(j))];
+            let allowed = tol.max(2.0 * placement_error(&residuals(trees, &links[&(c.min(j), c.max(j))], x, y)));
+            if off > allowed {
+                return Err(format!(
+                    "part {c} leaves towards part {j} {:.2} us away from where it leaves towards the others (allowed {:.2} us)",
+                    off * 1e6,
+                    allowed * 1e6
+                ));
+            }
+        }
+        if log::log_enabled!(log::Level::Trace) {
+            let t = &trees[c];
+            let e = exits[c];
+            let d: Vec<String> = t
+                .hosts()
+                .map(|h| format!("{h}:{:.1}", t.dist_point(t.vertex_of(h).unwrap(), e) * 1e6))
+                .collect();
+            log::trace!("graft: part {c} exit {e:?}; us from its hosts {}", d.join(" "));
+        }
+    }
+    // Lengths between exits.
+    let mut delta = vec![0.0f64; m * m];
+    for c in 0..m {
+        for j in (c + 1)..m {
+            let (med, dev) = between(trees, &links[&(c, j)], exits[c], exits[j]);
+            log::debug!(
+                "graft: parts {c} - {j}: {:.1} us between exits (spread {:.2} us over {} pairs)",
+                med * 1e6,
+                dev * 1e6,
+                links[&(c, j)].pairs.len()
+            );
+            if med.is_nan() || med <= 0.0 {
+                return Err(format!("parts {c} and {j}: exits {:.2} us apart", med * 1e6));
+            }
+            delta[c * m + j] = med;
+            delta[j * m + c] = med;
+        }
+    }
+    let core = joining::join(m, &|x, y| delta[x * m + y]).tree;
+    Ok(assemble(num_hosts, trees, &exits, &core, tol))
+}
+
+/// One tree from the part trees hung at their exits and the core joining the exits (core host
+/// `c` stands for part `c`'s exit). Core links to an exit shorter than `tol` are contracted.
+fn assemble(num_hosts: usize, trees: &[WorkTree], exits: &[Point], core: &WorkTree, tol: f64) -> WorkTree {
+    let mut next = num_hosts;
+    let mut edges: Vec<(usize, usize, f64)> = Vec::new();
+    let mut exit_id = Vec::with_capacity(trees.len());
+    for (t, &e) in trees.iter().zip(exits) {
+        let mut t = t.clone();
+        let ev = match e {
+            Point::At(v) => v,
+            Point::On { child, up } => t.split(child, up),
+        };
+        let mut id: HashMap<usize, usize> = HashMap::new();
+        for v in t.vertices() {
+            let g = t.host_of(v).unwrap_or_else(|| {
+                next += 1;
+                next - 1
+            });
+            id.insert(v, g);
+        }
+        for v in t.vertices() {
+            if let Some(p) = t.parent(v) {
+                edges.push((id[&v], id[&p], t.len(v)));
+            }
+        }
+        exit_id.push(id[&ev]);
+    }
+    // Core: hosts are exits; a switch within `tol` of a (switch) exit is that exit.
+    let mut cid: HashMap<usize, usize> = HashMap::new();
+    for v in core.vertices() {
+        if let Some(c) = core.host_of(v) {
+            cid.insert(v, exit_id[c]);
+        }
+    }
+    for v in core.vertices() {
+        let Some(c) = core.host_of(v) else { continue };
+        let Some(w) = core.neighbors(v).into_iter().find(|&w| !core.is_host(w)) else {
+            continue;
+        };
+        if core.link_len(v, w) < tol && exit_id[c] >= num_hosts && !cid.contains_key(&w) {
+            cid.insert(w, exit_id[c]);
+        }
+    }
+    for v in core.vertices() {
+        cid.entry(v).or_insert_with(|| {
+            next += 1;
+            next - 1
+        });
+    }
+    for v in core.vertices() {
+        if let Some(p) = core.parent(v) {
+            if cid[&v] != cid[&p] {
+                edges.push((cid[&v], cid[&p], core.len(v)));
+            }
+        }
+    }
+    // Orient from host 0 and build.
+    let mut adj: HashMap<usize, Vec<(usize, f64)>> = HashMap::new();
+    for &(u, v, l) in &edges {
+        adj.entry(u).or_default().push((v, l));
+        adj.entry(v).or_default().push((u, l));
+    }
+    let root = 0;
+    let mut links = Vec::with_capacity(edges.len());
+    let mut seen = std::collections::HashSet::from([root]);
+    let mut stack = vec![root];
+    while let Some(u) = stack.pop() {
+        for &(v, l) in adj.get(&u).map_or(&[][..], |x| &x[..]) {
+            if seen.insert(v) {
+                links.push((v, u, l));
+                stack.push(v);
+            }
+        }
+    }
+    let mut t = WorkTree::new(num_hosts);
+    t.build_rooted(root, &links);
+    t
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Part trees of a known tree: part 0 = hosts 0..4 under switches s0 {0, 1} and s1 {2, 3}
+    /// joined by a 4 us link; part 1 = hosts 4..8 likewise. The exit of part 0 sits 1 us above
+    /// s0 on the s0-s1 link, that of part 1 at its switch s3 (hosts 6, 7); 1000 us between.
+    fn parts() -> (Vec<WorkTree>, Vec<(usize, usize, f64)>) {
+        let us = 1e-6;
+        let mk = |base: usize| {
+            let mut t = WorkTree::new(8);
+            // hosts base, base+1 on s_a; base+2, base+3 on s_b; access 2 us.
+            t.init_pair(base, base + 2, 8.0 * us);
+            let (va, vb) = (t.vertex_of(base).unwrap(), t.vertex_of(base + 2).unwrap());
+            let sa = t.point_on_path(va, vb, 2.0 * us, 0.0);
+            t.attach(sa, base + 1, 2.0 * us);
+            let vb = t.vertex_of(base + 2).unwrap();
+            let va = t.vertex_of(base).unwrap();
+            let sb = t.point_on_path(va, vb, 6.0 * us, 0.0);
+            t.attach(sb, base + 3, 2.0 * us);
+            t
+        };
+        let trees = vec![mk(0), mk(4)];
+        // True distance from host h of part 0 to its exit (1 us above s0 towards s1): hosts 0, 1
+        // 3 us, hosts 2, 3 5 us; from part 1's exit (s_b = s3) hosts 4, 5 6 us, hosts 6, 7 2 us.
+        let to_exit = |h: usize| match h {
+            0 | 1 => 3.0,
+            2 | 3 => 5.0,
+            4 | 5 => 6.0,
+            _ => 2.0,
+        };
+        let jitter = [0.3, 0.0, 0.1, 0.2, 9.0, 0.0, 0.1, 0.05];
+        let mut far = Vec::new();
+        for (k, (a, b)) in [(0, 4), (1, 6), (2, 5), (3, 7), (0, 7), (2, 6)].into_iter().enumerate() {
+            far.push((a, b, (to_exit(a) + 1000.0 + to_exit(b) + jitter[k]) * us));
+        }
+        (trees, far)
+    }
+
+    #[test]
+    fn exits_and_length_are_recovered() {
+        let (trees, far) = parts();
+        let t = join(8, &trees, &far, 0.5e-6).unwrap();
+        let d = |a: usize, b: usize| t.dist(t.vertex_of(a).unwrap(), t.vertex_of(b).unwrap()) * 1e6;
+        // One inflated reading (9 us) does not move the fit.
+        assert!((d(0, 4) - 1009.0).abs() < 0.5, "{}", d(0, 4));
+        assert!((d(1, 6) - 1005.0).abs() < 0.5, "{}", d(1, 6));
+        assert!((d(3, 5) - 1011.0).abs() < 0.5, "{}", d(3, 5));
+        // Inside the parts nothing changed.
+        assert!((d(0, 1) - 4.0).abs() < 1e-9 && (d(0, 3) - 8.0).abs() < 1e-9);
+        assert_eq!(t.num_hosts_in(), 8);
+    }
+
+    #[test]
+    fn too_few_pairs_is_an_error() {
+        let (trees, far) = parts();
+        let e = join(8, &trees, &far[..2], 0.5e-6).unwrap_err();
+        assert!(e.contains("fewer than 3 pairs"), "{e}");
+    }
+}
