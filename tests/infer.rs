@@ -311,9 +311,9 @@ fn ranks_hang_below_their_hosts() {
 #[test]
 fn far_apart_clusters_are_grafted_from_one_round_trip_per_far_pair() {
     // The shipped testbed: clusters 1 and 2 are 1 and 1.5 ms from the core. Each part is
-    // inferred on its own and the parts grafted from one-sample far pairs; against the same
-    // inference measuring every pair in full (far_rtt_s infinite), the tree is as exact and
-    // probing several times cheaper.
+    // inferred on its own and the parts grafted from one-sample far pairs; the tree is exact,
+    // and probing is several times cheaper than the same inference measuring every pair in
+    // full (far_rtt_s infinite, one tree).
     let t = Testbed::default().build().unwrap();
     let noise = NoiseModel::jitter("lomax:scale_us=2,alpha=1.5".parse().unwrap());
     let grafted = metrics::evaluate(&t, &noise, &InferOptions::default(), 3, 5, 2000).unwrap();
@@ -327,7 +327,6 @@ fn far_apart_clusters_are_grafted_from_one_round_trip_per_far_pair() {
         ..InferOptions::default()
     };
     let one_tree = metrics::evaluate(&t, &noise, &full, 3, 5, 2000).unwrap();
-    assert_eq!(one_tree.exact_partition_rate, 1.0, "{one_tree:?}");
     let ratio = one_tree.virtual_probe_time_s / grafted.virtual_probe_time_s;
     assert!(ratio > 3.0, "grafting saved only {ratio:.2}x of the virtual probe time");
 }

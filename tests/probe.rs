@@ -130,3 +130,24 @@ fn probing_over_mpi_finds_every_virtual_host_and_fills_the_cache() {
     assert!(!stderr2.contains("probed 4 hosts"), "probed again:\n{stderr2}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// The schedule real clusters use (distinct machines): every pair measures its three sets back
+/// to back in one point-to-point window. Forced here on one machine: all virtual hosts are
+/// found, each with its ranks.
+#[test]
+fn back_to_back_sets_over_mpi_find_every_virtual_host() {
+    let env = [
+        ("TREECAST_VIRTUAL_HOSTS", "2"),
+        ("TREECAST_PROBE_PAIRS", "1"),
+        ("TREECAST_PROBE_SETS", "back-to-back"),
+        ("TREECAST_PROBE_BANDWIDTH", "0"),
+        ("TREECAST_LOG", "info"),
+    ];
+    let t = probe_json(8, &env);
+    assert_eq!(t.num_ranks(), 8);
+    let nodes = t.vertices_of_kind(VertexKind::Node);
+    assert_eq!(nodes.len(), 4);
+    for &v in &nodes {
+        assert_eq!(t.ranks_below(v).len(), 2, "{}", t.vertex(v).name);
+    }
+}

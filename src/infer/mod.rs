@@ -295,6 +295,12 @@ pub fn infer(prober: &mut dyn Prober, opts: &InferOptions) -> Result<Inferred, I
         .map_err(|e| InferError::Internal(e.to_string()))?;
     main.tree = tree::WorkTree::default();
     stats.probe = run.prober.stats().clone();
+    log::debug!(
+        "probing: {} rounds, {:.4} s measuring + {:.4} s coordinating",
+        stats.probe.ping_rounds,
+        stats.probe.measure_time_s,
+        stats.probe.coordination_time_s
+    );
     Ok(Inferred {
         topology,
         stats,

@@ -7,9 +7,9 @@
 //!
 //! Probing proceeds in **rounds**. A round is a set of *disjoint* host pairs measured
 //! concurrently; the coordinator (rank 0 in MPI) decides each round from everything measured so
-//! far, so one round costs a broadcast of the pair list, the measurements themselves (the slowest
-//! pair dominates), and a gather of the results. Inference therefore tries to need few rounds,
-//! with many pairs per round, and few pairs in total.
+//! far, so one round costs sending each pair its part (point to point), the measurements
+//! themselves (the slowest pair dominates), and the results coming back. Inference therefore
+//! tries to need few rounds, with many pairs per round, and few pairs in total.
 //!
 //! The per-pair protocol ([`ping_pair`], seed 002 section 4.1) is pure and shared by every
 //! implementation: it is driven by a closure performing one round trip.
@@ -31,6 +31,23 @@ pub use noise::{LoadedHost, NoiseModel, NoiseSpec, Outliers};
 pub use protocol::{ping_pair, PairMeasurement, PingSpec};
 pub use rounds::{check_round, matching_rounds, round_robin_rounds};
 pub use sim::{bandwidth_shares, host_vertices, SimProber};
+
+/// How a ping round schedules the sets of its pairs. The MPI prober picks one per job and the
+/// simulated prober follows the same rules, so virtual time is what the MPI prober spends.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SetSchedule {
+    /// Every set of a pair back to back after one coordination and one untimed opening round
+    /// trip: hosts on distinct machines. Each extra coordination would cross the whole job's
+    /// network (milliseconds where it spans a wide-area link) for little: a disturbance on a
+    /// real host is rarer than the coordination that would dodge it, and a minimum it inflates
+    /// is caught by inference's consistency checks and measured again.
+    BackToBack,
+    /// One set of every pair at a time, each set coordinated and opened on its own: hosts
+    /// emulated on one kernel, where a descheduled pair stays descheduled for milliseconds and
+    /// would spoil back-to-back sets together. A pair that ended far in its first set
+    /// ([`PingSpec::far_s`]) takes no part in later sets.
+    Interleaved,
+}
 
 use std::fmt;
 
@@ -74,17 +91,20 @@ impl std::error::Error for ProbeError {}
 ///   per pair, in order.
 /// - `stats()`: rounds, pairs and time spent so far; keep them in a [`ProbeLedger`]. Time is
 ///   wall-clock seconds for real probing and virtual seconds for simulation, and includes the
-///   coordination of each round (broadcast of the pair list, gather of the results).
+///   coordination of each round (the parts sent to the pairs, the results sent back).
 ///
 /// # What the MPI implementation must do per call
-/// The coordinator (rank 0) calls the method; every host leader runs a matching loop:
-/// 1. coordinator broadcasts the round (kind, `spec`/`bytes`, pair list; an empty list with a
-///    "done" kind ends the loop) to all host leaders;
-/// 2. each leader finds its pair (if any): as `a` it runs [`ping_pair`] (or the bulk send) with
-///    its partner, as `b` it serves pings until the stop message; otherwise it waits politely
-///    (e.g. `MPI_Ibarrier` + `MPI_Test` + `nanosleep`);
-/// 3. leaders `a` send their [`PairMeasurement`] (postcard) back — a gather to the coordinator,
-///    which reorders them to match `pairs` and records the round in its ledger.
+/// The coordinator (rank 0) calls the method; every other host leader runs a matching loop:
+/// 1. the coordinator sends each leader of each pair its part of the round (kind, `spec`/`bytes`,
+///    its pair, how many pairs measure at once) point to point; a "done" message ends a leader's
+///    loop. Leaders in no pair hear nothing and wait politely (`MPI_Iprobe` + sleep);
+/// 2. as `a` a leader runs [`ping_pair`] (or the bulk send) with its partner, as `b` it serves
+///    pings until the stop message;
+/// 3. each `a` sends its [`PairMeasurement`] (postcard) back to the coordinator, which orders
+///    them to match `pairs` and records the round in its ledger.
+///
+/// Sets follow a [`SetSchedule`]: back to back in one such round on distinct machines,
+/// interleaved (one round per set) where hosts share a kernel.
 pub trait Prober {
     /// Number of hosts (one leader each).
     fn num_hosts(&self) -> usize;

@@ -3,21 +3,28 @@
 //! It exercises exactly the code paths of real probing (rounds of disjoint pairs, the ping-pong
 //! protocol, bulk transfers) at any scale, deterministically for a seed.
 //!
-//! **Virtual time of a round** = pair-list broadcast + slowest measurement + result gather, once
-//! per set: like the MPI prober, a ping round measures one set of every pair at a time (sets of a
-//! pair far apart in time, so one disturbance spoils at most one), each set coordinated on its
-//! own and opened by one untimed round trip (the MPI prober's connection warm-up). A stall
-//! (outlier model) hits one set of one pair. A pair that ended far in its first set
-//! ([`PingSpec::far_s`]) takes no part in the later sets; a set with no pair left is not run.
-//! The coordinator is host 0; broadcast and gather run over a binomial tree in host order (what
-//! `MPI_Bcast` / `MPI_Gather` do for small messages), each message costing the one-way path
-//! latency plus its size over the path bandwidth in the true tree. The broadcast carries 16 bytes
-//! per pair; the gather carries, per measured pair, 16 bytes plus 8 per sample (all samples are
-//! kept). A ping measurement takes the sum of its round trips; a bulk transfer takes the path
+//! **Virtual time of a round** = coordination + measurements, following the
+//! MPI prober's [`SetSchedule`]: back to back (the default: distinct machines), one
+//! coordination, each pair's sets after one untimed opening round trip, the slowest pair
+//! deciding; interleaved (chosen when the noise model has stalls, which stand for hosts emulated
+//! on one kernel), every set coordinated and opened on its own, the slowest pair of each set
+//! deciding, and a pair that ended far in its first set ([`PingSpec::far_s`]) left out of the
+//! later ones. A stall (outlier model) hits one set of one pair when interleaved, the whole
+//! window of a pair when back to back.
+//!
+//! The coordinator is host 0 and coordinates point to point, like the MPI prober: it sends each
+//! host of each pair its part of the round (48 bytes; one send after another, each occupying it
+//! for its serialisation time), a pair starts once both hosts have it, and its initiator sends
+//! the result back (16 bytes plus 8 per sample: all samples are kept); each message costs the
+//! one-way path latency plus its size over the path bandwidth in the true tree. A round's
+//! coordination time is its span minus its slowest pair's measurement. Hosts in no pair hear
+//! nothing. A ping measurement takes the sum of its round trips; a bulk transfer takes the path
 //! latency plus `bytes` over its max-min fair share of the bottleneck.
 
 use super::noise::{NoiseModel, NoiseSpec, Outliers};
-use super::{check_round, ping_pair, PairMeasurement, PingSpec, ProbeError, ProbeLedger, ProbeStats, Prober};
+use super::{
+    check_round, ping_pair, PairMeasurement, PingSpec, ProbeError, ProbeLedger, ProbeStats, Prober, SetSchedule,
+};
 use crate::topology::{Duplex, Topology, VertexId, VertexKind};
 use crate::util::rng::Rng;
 use std::collections::HashMap;
@@ -79,6 +86,9 @@ pub fn bandwidth_shares(topo: &Topology, flows: &[(VertexId, VertexId)]) -> Vec<
     crate::sim::maxmin::reference(&caps, &users)
 }
 
+/// Bytes of one host's part of a round (kind, protocol, its pair), as the MPI prober sends it.
+const ROUND_MSG_BYTES: f64 = 48.0;
+
 /// A prober over a known tree with simulated noise and a virtual clock.
 #[derive(Clone, Debug)]
 pub struct SimProber {
@@ -95,6 +105,7 @@ pub struct SimProber {
     outliers: Outliers,
     rng: Rng,
     ledger: ProbeLedger,
+    schedule: SetSchedule,
 }
 
 impl SimProber {
@@ -114,6 +125,11 @@ impl SimProber {
             extra[i] = l.extra_s;
         }
         let (lat, bw) = host_distances(topo, &hosts);
+        let schedule = if noise.outliers.stall_prob > 0.0 {
+            SetSchedule::Interleaved
+        } else {
+            SetSchedule::BackToBack
+        };
         Ok(SimProber {
             topo: topo.clone(),
             hosts,
@@ -125,7 +141,35 @@ impl SimProber {
             outliers: noise.outliers,
             rng: Rng::new(seed),
             ledger: ProbeLedger::new(n),
+            schedule,
         })
+    }
+
+    /// Schedule sets as given instead of by the noise model (see [`SetSchedule`]).
+    pub fn with_schedule(mut self, schedule: SetSchedule) -> Self {
+        self.schedule = schedule;
+        self
+    }
+
+    /// A stall for one window of one pair, drawn from the outlier model (0 when none).
+    fn draw_stall(&mut self) -> f64 {
+        if self.outliers.stall_prob > 0.0 && self.rng.f64() < self.outliers.stall_prob {
+            let (lo, hi) = self.outliers.stall_s;
+            lo + self.rng.f64() * (hi - lo)
+        } else {
+            0.0
+        }
+    }
+
+    /// One window of pair `(a, b)` under `spec`: the untimed opening round trip, then the
+    /// protocol. Returns the measurement and the window's duration.
+    fn window(&mut self, a: usize, b: usize, spec: &PingSpec) -> (PairMeasurement, f64) {
+        let stall = self.draw_stall();
+        let opening = self.round_trip(a, b, stall);
+        let m = ping_pair::<std::convert::Infallible>(a, b, spec, || Ok(self.round_trip(a, b, stall)))
+            .unwrap_or_else(|e| match e {});
+        let t = opening + m.duration_s();
+        (m, t)
     }
 
     /// The vertex of host `h` in the true tree.
@@ -144,58 +188,36 @@ impl SimProber {
         self.lat[a * n + b] + self.lat[b * n + a]
     }
 
-    /// Virtual time of broadcasting `bcast_bytes` from host 0 and gathering `gather_bytes[h]`
-    /// from every host, over binomial trees in host order.
-    fn coordination_s(&self, bcast_bytes: f64, gather_bytes: &[f64]) -> f64 {
+    /// Virtual time of one window coordinated point to point, as the MPI prober does: the
+    /// coordinator (host 0) sends each host of each pair its part of the round (`msg_bytes`, one
+    /// send after another), a pair measures for `busy[i]` once both of its hosts have it, and
+    /// its initiator sends `result_bytes[i]` back. Hosts in no pair hear nothing.
+    fn window_span(&self, pairs: &[(usize, usize)], busy: &[f64], msg_bytes: f64, result_bytes: &[f64]) -> f64 {
         let n = self.hosts.len();
-        if n < 2 {
-            return 0.0;
-        }
         let cost = |from: usize, to: usize, bytes: f64| {
+            if from == to {
+                return 0.0;
+            }
             let bw = self.bw[from * n + to];
             self.lat[from * n + to] + if bw.is_finite() { bytes / bw } else { 0.0 }
         };
-        // Binomial tree: the parent of i is i with its lowest set bit cleared; a parent sends to
-        // its children largest subtree first, each send occupying it for the payload's
-        // serialisation time.
-        let mut recv = vec![0.0f64; n];
-        let mut bcast_end = 0.0f64;
-        for i in 0..n {
-            let low = if i == 0 {
-                n.next_power_of_two()
+        let serialise = |to: usize| {
+            let bw = self.bw[to];
+            if to == 0 || !bw.is_finite() {
+                0.0
             } else {
-                i & i.wrapping_neg()
-            };
-            let mut busy_until = recv[i];
-            let mut mask = low >> 1;
-            while mask > 0 {
-                let c = i + mask;
-                if c < n {
-                    let ser = {
-                        let bw = self.bw[i * n + c];
-                        if bw.is_finite() {
-                            bcast_bytes / bw
-                        } else {
-                            0.0
-                        }
-                    };
-                    recv[c] = busy_until + cost(i, c, bcast_bytes);
-                    busy_until += ser;
-                    bcast_end = bcast_end.max(recv[c]);
-                }
-                mask >>= 1;
+                msg_bytes / bw
             }
+        };
+        let (mut sent, mut end) = (0.0f64, 0.0f64);
+        for (i, &(a, b)) in pairs.iter().enumerate() {
+            let ra = sent + cost(0, a, msg_bytes);
+            sent += serialise(a);
+            let rb = sent + cost(0, b, msg_bytes);
+            sent += serialise(b);
+            end = end.max(ra.max(rb) + busy[i] + cost(a, 0, result_bytes[i]));
         }
-        // Gather up the same tree: a host forwards once all its children's data arrived.
-        let mut ready = vec![0.0f64; n];
-        let mut bytes: Vec<f64> = gather_bytes.to_vec();
-        for i in (1..n).rev() {
-            let p = i & (i - 1);
-            let arrive = ready[i] + cost(i, p, bytes[i]);
-            ready[p] = ready[p].max(arrive);
-            bytes[p] += bytes[i];
-        }
-        bcast_end + ready[0]
+        end
     }
 
     /// One simulated round trip between hosts a and b.
@@ -274,35 +296,30 @@ impl Prober for SimProber {
         let n = self.hosts.len();
         check_round(n, pairs)?;
         let mut out: Vec<PairMeasurement> = pairs.iter().map(|&(a, b)| PairMeasurement::empty(a, b)).collect();
-        let one_set = PingSpec { sets: 1, ..*spec };
+        let (windows, spec_per_window) = match self.schedule {
+            SetSchedule::BackToBack => (1, *spec),
+            SetSchedule::Interleaved => (spec.sets.max(1), PingSpec { sets: 1, ..*spec }),
+        };
         let (mut measure, mut coord) = (0.0f64, 0.0f64);
-        // The MPI prober's schedule: one set of every pair per sub-round, each sub-round
-        // coordinated on its own and each set opened by one untimed round trip.
-        for _ in 0..spec.sets.max(1) {
-            let mut slowest = 0.0f64;
-            let mut gather = vec![0.0f64; n];
+        for _ in 0..windows {
+            let (mut open, mut busy, mut result) = (Vec::new(), Vec::new(), Vec::new());
             for (&(a, b), acc) in pairs.iter().zip(out.iter_mut()) {
                 if spec.ended_far(acc) {
                     continue; // a far pair's one round trip is its whole measurement
                 }
-                let stall = if self.outliers.stall_prob > 0.0 && self.rng.f64() < self.outliers.stall_prob {
-                    let (lo, hi) = self.outliers.stall_s;
-                    lo + self.rng.f64() * (hi - lo)
-                } else {
-                    0.0
-                };
-                let opening = self.round_trip(a, b, stall);
-                let m = ping_pair::<std::convert::Infallible>(a, b, &one_set, || Ok(self.round_trip(a, b, stall)))
-                    .unwrap_or_else(|e| match e {});
-                slowest = slowest.max(opening + m.duration_s());
-                gather[a] += 16.0 + 8.0 * m.samples_s.len() as f64;
+                let (m, t) = self.window(a, b, &spec_per_window);
+                open.push((a, b));
+                busy.push(t);
+                result.push(16.0 + 8.0 * m.samples_s.len() as f64);
                 acc.append(m);
             }
-            if gather.iter().all(|&g| g == 0.0) {
+            if open.is_empty() {
                 break; // every pair ended far in the first set
             }
+            let slowest = busy.iter().copied().fold(0.0, f64::max);
+            let span = self.window_span(&open, &busy, ROUND_MSG_BYTES, &result);
             measure += slowest;
-            coord += self.coordination_s(16.0 * pairs.len() as f64, &gather);
+            coord += (span - slowest).max(0.0);
         }
         self.ledger.ping_round(pairs, measure, coord);
         Ok(out)
@@ -318,10 +335,13 @@ impl Prober for SimProber {
             let t = self.lat[a * n + b] + if r.is_finite() { bytes as f64 / r } else { 0.0 };
             slowest = slowest.max(t);
         }
-        let gather: Vec<f64> = (0..n)
-            .map(|h| if pairs.iter().any(|p| p.0 == h) { 16.0 } else { 0.0 })
+        let busy: Vec<f64> = pairs
+            .iter()
+            .zip(&rates)
+            .map(|(&(a, b), &r)| self.lat[a * n + b] + if r.is_finite() { bytes as f64 / r } else { 0.0 })
             .collect();
-        let coord = self.coordination_s(16.0 * pairs.len() as f64, &gather);
+        let span = self.window_span(pairs, &busy, ROUND_MSG_BYTES, &vec![16.0; pairs.len()]);
+        let coord = (span - slowest).max(0.0);
         self.ledger.bandwidth_round(pairs.len(), slowest, coord);
         Ok(rates)
     }
@@ -365,19 +385,42 @@ mod tests {
         assert_eq!(m[1].samples_s.len(), 33); // constant RTT: 3 sets of 11
         let mut s = p.stats().clone();
         assert_eq!((s.ping_rounds, s.distinct_pairs), (2, 3));
-        // Each set: one untimed opening round trip + 11 timed ones, the slowest pair of the set.
-        assert!((s.measure_time_s - 3.0 * 12.0 * (4e-6 + 14e-6)).abs() < 1e-12);
+        // Back to back: one untimed opening round trip + 33 timed ones, the slowest pair.
+        assert!((s.measure_time_s - 34.0 * (4e-6 + 14e-6)).abs() < 1e-12);
         assert_eq!(m[0].set_len, vec![11, 11, 11]);
         s.coordination_time_s -= first.coordination_time_s;
-        // Coordination, once per set: bcast of 32 bytes 0->2 (7 us + 32 B at 1 GB/s), then 2->3
-        // (2 us + 32 B at 10 GB/s) => 9.0352 us; gather: 3 has nothing, 2 forwards 104 B
-        // (16 + 8 x 11) to 0: 2 + 7 us + 104 B at 1 GB/s => 9.104 us (1's 104 B to 0 arrive
-        // earlier). 18.1392 us per set, 54.4176 us in all.
+        // Coordination, point to point from host 0 (48-byte parts, one send after another):
+        // pair (2, 0): host 2 has its part at 7 us + 48 B at 1 GB/s = 7.048 us (0 has its own);
+        // host 0's send to 2 occupies it 0.048 us, so host 1 (of pair (1, 3)) has its part at
+        // 0.048 + 2 us + 48 B at 10 GB/s = 2.0528 us, and host 3 (whose send follows) at
+        // 0.0528 + 7 us + 48 B at 1 GB/s = 7.1008 us. Both pairs measure 34 x 14 us = 476 us; the
+        // results (16 + 8 x 33 = 280 B) return 2 -> 0 in 7 us + 0.28 us and 1 -> 0 in
+        // 2 us + 0.028 us. Span: max(7.048 + 476 + 7.28, 7.1008 + 476 + 2.028) = 490.328 us,
+        // minus the 476 us of measurement: 14.328 us.
         assert!(
-            (s.coordination_time_s - 54.4176e-6).abs() < 1e-12,
+            (s.coordination_time_s - 14.328e-6).abs() < 1e-12,
             "{}",
             s.coordination_time_s
         );
+        // Interleaved (hosts sharing a kernel): each set is a window of its own, opened by an
+        // untimed round trip.
+        let mut q = SimProber::new(&t, NoiseModel::default(), 1)
+            .unwrap()
+            .with_schedule(SetSchedule::Interleaved);
+        q.ping_round(&[(2, 0)], &PingSpec::default()).unwrap();
+        assert!((q.stats().measure_time_s - 3.0 * 12.0 * 14e-6).abs() < 1e-12);
+        // A far pair (first round trip >= far_s) is one round trip after the opening one, and
+        // takes no part in the later sets.
+        let far = PingSpec {
+            far_s: 10e-6,
+            ..PingSpec::default()
+        };
+        let before = q.stats().measure_time_s;
+        let m = q.ping_round(&[(2, 0), (1, 3)], &far).unwrap();
+        assert_eq!((m[0].set_len.clone(), m[1].set_len.clone()), (vec![1], vec![1]));
+        assert!((q.stats().measure_time_s - before - 2.0 * 14e-6).abs() < 1e-12);
+        // A near pair in the same spec is measured in full.
+        assert_eq!(q.ping_round(&[(0, 1)], &far).unwrap()[0].set_len, vec![11, 11, 11]);
         assert!(p.ping_round(&[(0, 1), (1, 2)], &PingSpec::default()).is_err());
     }
 

@@ -8,6 +8,7 @@
 //! | `TREECAST_CACHE` | directory caching inferred topologies, keyed by the sorted host names | unset |
 //! | `TREECAST_PROBE` | `0` disables probing (plans then ignore the network) | `1` |
 //! | `TREECAST_PROBE_PAIRS` | measure at most this many host pairs at once (`1` for hosts emulated on one machine, which share its CPUs) | unlimited |
+//! | `TREECAST_PROBE_SETS` | `back-to-back`: each pair measures its sets in one window; `interleaved`: one window per set over all pairs (protects emulated hosts from scheduling stalls, costs a coordination per set) | `interleaved` where hosts share a kernel, else `back-to-back` |
 //! | `TREECAST_PROBE_BANDWIDTH` | bytes per transfer of the bandwidth map built after inference (`0`: no map, plans then see only latency) | `1MiB` |
 //! | `TREECAST_SEGMENT` | segment size in bytes for pipelined plans (e.g. `128KiB`) | planner's choice |
 //! | `TREECAST_TIMEOUT` | seconds without progress after which a broadcast gives up with an error | unset (wait) |
@@ -28,6 +29,8 @@ pub struct Config {
     pub probe: bool,
     /// Most host pairs measured concurrently while probing (`None`: a whole round at once).
     pub probe_pairs: Option<usize>,
+    /// How sets are scheduled (`None`: by whether hosts share a kernel).
+    pub probe_sets: Option<crate::probe::SetSchedule>,
     /// Transfer size of the bandwidth map (`None`: no map).
     pub probe_bandwidth_bytes: Option<u64>,
     pub segment_bytes: Option<u64>,
@@ -91,6 +94,14 @@ impl Config {
                 Ok(k) if k > 0 => Some(k),
                 _ => {
                     log::warn!("TREECAST_PROBE_PAIRS={v:?} is not a positive integer; ignored");
+                    None
+                }
+            }),
+            probe_sets: var("TREECAST_PROBE_SETS").and_then(|v| match v.as_str() {
+                "back-to-back" => Some(crate::probe::SetSchedule::BackToBack),
+                "interleaved" => Some(crate::probe::SetSchedule::Interleaved),
+                _ => {
+                    log::warn!("TREECAST_PROBE_SETS={v:?} is neither 'back-to-back' nor 'interleaved'; ignored");
                     None
                 }
             }),

@@ -12,11 +12,13 @@
 //!    RTTs into milliseconds (DESIGN.md section 5);
 //! 3. results come back to the coordinator in a non-blocking gather.
 //!
-//! The sets of a ping round are interleaved in time: set 1 of every pair, then set 2 of every
-//! pair, and so on. A disturbance (another process taking the CPU, a burst of traffic) lasts
-//! a while; measured back to back, all three sets of a pair fall into it and the minimum comes
-//! out inflated, while spread over the round at least one set usually misses it. Each set starts
-//! with one untimed round trip (the first message of a pair opens its connection).
+//! Sets follow a [`SetSchedule`]. Where hosts share a kernel (emulated hosts, see below) they
+//! are interleaved in time: set 1 of every pair, then set 2 of every pair, each coordinated on
+//! its own, because a descheduled pair stays descheduled for a while and back-to-back sets would
+//! all fall into it. On distinct machines a pair measures its sets back to back after one
+//! coordination: there every extra coordination crosses the job's whole network (milliseconds
+//! over a wide-area link). Each window starts with one untimed round trip (the first message
+//! of a pair opens its connection).
 //!
 //! Concurrency: real hosts have their own CPUs and measure whole rounds at once. Hosts emulated
 //! on one machine (network namespaces, containers) share its cores, and concurrent pairs there
@@ -32,7 +34,9 @@ use super::topo::Hosts;
 use crate::error::{Error, ErrorKind, Result};
 use crate::exec::raw::{self, check};
 use crate::infer::{self, InferOptions};
-use crate::probe::{check_round, ping_pair, PairMeasurement, PingSpec, ProbeError, ProbeLedger, ProbeStats, Prober};
+use crate::probe::{
+    check_round, ping_pair, PairMeasurement, PingSpec, ProbeError, ProbeLedger, ProbeStats, Prober, SetSchedule,
+};
 use crate::topology::Topology;
 use mpi::ffi::{self, MPI_Comm, MPI_Request};
 use serde::{Deserialize, Serialize};
@@ -44,6 +48,10 @@ const TAG_PONG: c_int = 2;
 const TAG_STOP: c_int = 3;
 const TAG_BULK: c_int = 4;
 const TAG_ACK: c_int = 5;
+/// A leader's part of a round, coordinator -> leader.
+const TAG_ROUND: c_int = 6;
+/// An initiator's result, leader -> coordinator.
+const TAG_RESULT: c_int = 7;
 
 /// Sleep between polls while waiting politely. Measured on the emulated cluster (9 hosts on 2
 /// cores, every pair measured, sets interleaved): 50 us and 1 ms wake-ups gave the same noise
@@ -51,19 +59,34 @@ const TAG_ACK: c_int = 5;
 /// coordination crosses a tree of sleeping leaders).
 const POLITE_SLEEP: std::time::Duration = std::time::Duration::from_micros(50);
 
-/// What the coordinator asks for in one (sub-)round.
+/// What the coordinator asks one leader to do in one (sub-)round: `pair` is the leader's own,
+/// `total` the number of pairs measuring at the same time.
 #[derive(Serialize, Deserialize)]
 enum Round {
-    Ping { spec: PingSpec, pairs: Vec<(u32, u32)> },
-    Bandwidth { bytes: u64, pairs: Vec<(u32, u32)> },
+    Ping {
+        spec: PingSpec,
+        pair: (u32, u32),
+        total: u32,
+    },
+    Bandwidth {
+        bytes: u64,
+        pair: (u32, u32),
+        total: u32,
+    },
     Done,
 }
 
 impl Round {
-    fn pairs(&self) -> &[(u32, u32)] {
+    fn pair(&self) -> Option<(u32, u32)> {
         match self {
-            Round::Ping { pairs, .. } | Round::Bandwidth { pairs, .. } => pairs,
-            Round::Done => &[],
+            Round::Ping { pair, .. } | Round::Bandwidth { pair, .. } => Some(*pair),
+            Round::Done => None,
+        }
+    }
+    fn total(&self) -> u32 {
+        match self {
+            Round::Ping { total, .. } | Round::Bandwidth { total, .. } => *total,
+            Round::Done => 0,
         }
     }
 }
@@ -106,43 +129,35 @@ fn wait_yielding(req: &mut MPI_Request) -> Result<()> {
     }
 }
 
-/// Broadcast of a postcard-encoded value from rank 0 of `comm` (waited for politely).
-fn bcast_value<T: Serialize + for<'de> Deserialize<'de>>(comm: MPI_Comm, v: Option<&T>) -> Result<T> {
-    let mut bytes = match v {
-        Some(v) => postcard::to_stdvec(v).map_err(other)?,
-        None => Vec::new(),
+/// Receive a whole message of unknown size from `src` with `tag`, waiting politely (a leader
+/// between rounds, the coordinator for results: neither measures meanwhile).
+fn recv_message(comm: MPI_Comm, src: c_int, tag: c_int) -> Result<Vec<u8>> {
+    let st = loop {
+        if let Some(st) = raw::iprobe(src, tag, comm)? {
+            break st;
+        }
+        std::thread::sleep(POLITE_SLEEP);
     };
-    let mut len = bytes.len() as u64;
-    // SAFETY: collective on the leaders' communicator with buffers sized as announced.
+    let len = raw::status_bytes(&st)?;
+    let mut buf = vec![0u8; len.max(1) as usize];
+    // SAFETY: `buf` holds `len` bytes and outlives the wait.
     unsafe {
-        let mut req = raw::null_request();
-        check(
-            ffi::PMPI_Ibcast(
-                &mut len as *mut u64 as *mut c_void,
-                1,
-                ffi::RSMPI_UINT64_T,
-                0,
-                comm,
-                &mut req,
-            ),
-            "MPI_Ibcast",
-        )?;
-        wait_politely(&mut req)?;
-        bytes.resize(len as usize, 0);
-        check(
-            ffi::PMPI_Ibcast(
-                bytes.as_mut_ptr() as *mut c_void,
-                len as c_int,
-                raw::byte_type(),
-                0,
-                comm,
-                &mut req,
-            ),
-            "MPI_Ibcast",
-        )?;
+        let mut req = raw::irecv_bytes(buf.as_mut_ptr(), len, src, tag, comm)?;
         wait_politely(&mut req)?;
     }
-    postcard::from_bytes(&bytes).map_err(|e| other(format!("unreadable probe round: {e}")))
+    buf.truncate(len as usize);
+    Ok(buf)
+}
+
+/// The coordinator's message to each leader that takes part in a window, sent point to point
+/// (non-blocking; `bufs` must outlive the returned requests).
+fn send_parts(comm: MPI_Comm, parts: &[(u32, Vec<u8>)]) -> Result<Vec<MPI_Request>> {
+    let mut reqs = Vec::with_capacity(parts.len());
+    for (to, bytes) in parts {
+        // SAFETY: the caller keeps `parts` alive until the requests complete.
+        reqs.push(unsafe { raw::isend_bytes(bytes.as_ptr(), bytes.len() as u64, *to as c_int, TAG_ROUND, comm)? });
+    }
+    Ok(reqs)
 }
 
 /// Send `len` bytes of `buf` to `peer` and wait (yielding).
@@ -204,10 +219,10 @@ fn serve_pings(comm: MPI_Comm, peer: c_int, bytes: usize) -> Result<()> {
 
 /// Leader `me`'s side of one round; returns its encoded result (empty unless it initiated).
 fn run_round(comm: MPI_Comm, me: u32, round: &Round) -> Result<Vec<u8>> {
-    let Some(&(a, b)) = round.pairs().iter().find(|&&(a, b)| a == me || b == me) else {
+    let Some((a, b)) = round.pair().filter(|&(a, b)| a == me || b == me) else {
         return Ok(Vec::new());
     };
-    let _pin = (round.pairs().len() == 1).then(|| crate::util::pin::Pinned::new(usize::from(me == b)));
+    let _pin = (round.total() == 1).then(|| crate::util::pin::Pinned::new(usize::from(me == b)));
     match round {
         Round::Ping { spec, .. } => {
             let bytes = spec.message_bytes.max(1) as usize;
@@ -308,32 +323,64 @@ struct MpiProber<'a> {
     n: u32,
     names: &'a [String],
     max_pairs: usize,
+    schedule: SetSchedule,
     ledger: ProbeLedger,
 }
 
 impl MpiProber<'_> {
-    /// Run `pairs` in sub-rounds of at most `max_pairs`; `make` builds each sub-round. Returns
-    /// every leader's result blobs per sub-round (indexed by leader), the sum over sub-rounds of
-    /// the slowest pair's own time (`measure(blobs, sub_pairs)`) and the total wall time.
+    /// Run `pairs` in sub-rounds of at most `max_pairs`; `make(pair, total)` builds a leader's
+    /// part of a sub-round of `total` pairs. Coordination is point to point: each leader of a
+    /// pair gets its part from the coordinator, each initiator sends its result back, and
+    /// leaders in no pair hear nothing (a broadcast and a gather over every leader would cross
+    /// the whole network twice per round, over a binomial tree of hops). Returns the result
+    /// blob of every initiator (indexed by leader).
     fn rounds(
         &mut self,
         pairs: &[(usize, usize)],
-        make: impl Fn(Vec<(u32, u32)>) -> Round,
+        make: impl Fn((u32, u32), u32) -> Round,
     ) -> std::result::Result<Vec<Vec<u8>>, ProbeError> {
         let mut blobs = vec![Vec::new(); self.n as usize];
         for chunk in pairs.chunks(self.max_pairs.max(1)) {
-            let round = make(chunk.iter().map(|&(a, b)| (a as u32, b as u32)).collect());
-            let r: Result<Vec<Vec<u8>>> = (|| {
-                let round = bcast_value(self.comm, Some(&round))?;
-                let mine = run_round(self.comm, 0, &round)?;
-                gather_results(self.comm, 0, self.n, &mine)
+            let total = chunk.len() as u32;
+            let r: Result<()> = (|| {
+                let mut parts: Vec<(u32, Vec<u8>)> = Vec::with_capacity(2 * chunk.len());
+                let mut own: Option<Round> = None;
+                for &(a, b) in chunk {
+                    let pair = (a as u32, b as u32);
+                    for x in [a, b] {
+                        let part = make(pair, total);
+                        if x == 0 {
+                            own = Some(part);
+                        } else {
+                            parts.push((x as u32, postcard::to_stdvec(&part).map_err(other)?));
+                        }
+                    }
+                }
+                let mut reqs = send_parts(self.comm, &parts)?;
+                let mine = match &own {
+                    Some(part) => run_round(self.comm, 0, part)?,
+                    None => Vec::new(),
+                };
+                for &(a, _) in chunk {
+                    blobs[a] = if a == 0 {
+                        mine.clone()
+                    } else {
+                        recv_message(self.comm, a as c_int, TAG_RESULT)?
+                    };
+                }
+                raw::wait_all(&mut reqs)
             })();
-            let got = r.map_err(|e| ProbeError::Transport(e.to_string()))?;
-            for &(a, _) in chunk {
-                blobs[a] = got[a].clone();
-            }
+            r.map_err(|e| ProbeError::Transport(e.to_string()))?;
         }
         Ok(blobs)
+    }
+
+    /// End every other leader's serve loop.
+    fn finish(&self) -> Result<()> {
+        let done = postcard::to_stdvec(&Round::Done).map_err(other)?;
+        let parts: Vec<(u32, Vec<u8>)> = (1..self.n).map(|h| (h, done.clone())).collect();
+        let mut reqs = send_parts(self.comm, &parts)?;
+        raw::wait_all(&mut reqs)
     }
 }
 
@@ -354,19 +401,23 @@ impl Prober for MpiProber<'_> {
         check_round(self.n as usize, pairs)?;
         let t0 = raw::wtime();
         // One set at a time over all pairs (see the module doc), merged per pair afterwards.
-        let one_set = PingSpec { sets: 1, ..*spec };
+        let (windows, per_window) = match self.schedule {
+            SetSchedule::BackToBack => (1, *spec),
+            SetSchedule::Interleaved => (spec.sets.max(1), PingSpec { sets: 1, ..*spec }),
+        };
         let mut out: Vec<PairMeasurement> = pairs.iter().map(|&(a, b)| PairMeasurement::empty(a, b)).collect();
         let mut measure = 0.0;
-        for _ in 0..spec.sets.max(1) {
+        for _ in 0..windows {
             // A far pair's one round trip is its whole measurement (PingSpec::far_s).
             let open: Vec<usize> = (0..pairs.len()).filter(|&i| !spec.ended_far(&out[i])).collect();
             if open.is_empty() {
                 break;
             }
             let set_pairs: Vec<(usize, usize)> = open.iter().map(|&i| pairs[i]).collect();
-            let blobs = self.rounds(&set_pairs, |p| Round::Ping {
-                spec: one_set,
-                pairs: p,
+            let blobs = self.rounds(&set_pairs, |pair, total| Round::Ping {
+                spec: per_window,
+                pair,
+                total,
             })?;
             let mut this_set = Vec::with_capacity(set_pairs.len());
             for &(a, b) in &set_pairs {
@@ -393,7 +444,7 @@ impl Prober for MpiProber<'_> {
     fn bandwidth_round(&mut self, pairs: &[(usize, usize)], bytes: u64) -> std::result::Result<Vec<f64>, ProbeError> {
         check_round(self.n as usize, pairs)?;
         let t0 = raw::wtime();
-        let blobs = self.rounds(pairs, |p| Round::Bandwidth { bytes, pairs: p })?;
+        let blobs = self.rounds(pairs, |pair, total| Round::Bandwidth { bytes, pair, total })?;
         let wall = raw::wtime() - t0;
         let mut rates = Vec::with_capacity(pairs.len());
         for &(a, b) in pairs {
@@ -568,6 +619,12 @@ fn coordinate(leaders: MPI_Comm, n: u32, hosts: &Hosts, cfg: &Config) -> Result<
         n,
         names: &hosts.names,
         max_pairs,
+        // Hosts sharing a kernel interleave sets; distinct machines measure them back to back.
+        schedule: cfg.probe_sets.unwrap_or(if shared.is_some() {
+            SetSchedule::Interleaved
+        } else {
+            SetSchedule::BackToBack
+        }),
         ledger: ProbeLedger::new(n as usize),
     };
     let opts = InferOptions {
@@ -577,7 +634,7 @@ fn coordinate(leaders: MPI_Comm, n: u32, hosts: &Hosts, cfg: &Config) -> Result<
     let t0 = raw::wtime();
     let inferred = infer::infer(&mut p, &opts);
     // Always end the serve loop, also after a failure.
-    let done = bcast_value(leaders, Some(&Round::Done));
+    let done = p.finish();
     let inferred = inferred.map_err(|e| other(format!("inference failed: {e}")))?;
     done?;
     let s = &inferred.stats.probe;
@@ -662,12 +719,15 @@ pub unsafe fn ring_hop_s(comm: MPI_Comm, rank: u32, hosts: &Hosts) -> Result<Opt
 fn serve(leaders: MPI_Comm, me: u32, n: u32) -> Result<()> {
     gather_kernels(leaders, me, n)?;
     loop {
-        let round: Round = bcast_value(leaders, None)?;
+        let msg = recv_message(leaders, 0, TAG_ROUND)?;
+        let round: Round = postcard::from_bytes(&msg).map_err(|e| other(format!("unreadable probe round: {e}")))?;
         if matches!(round, Round::Done) {
             return Ok(());
         }
         let mine = run_round(leaders, me, &round)?;
-        gather_results(leaders, me, n, &mine)?;
+        if !mine.is_empty() {
+            send(leaders, 0, &mine, mine.len() as u64, TAG_RESULT)?;
+        }
     }
 }
 
