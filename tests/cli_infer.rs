@@ -144,6 +144,35 @@ fn bad_options_are_input_errors() {
     assert_input_error(&["infer", "--model", &model, "--loaded", "h001"], "--loaded");
     assert_input_error(&["infer", "--model", &model, "--loaded", "nohost=5"], "nohost");
     assert_input_error(&["infer", "--model", "/nonexistent/t.json"], "/nonexistent/t.json");
+    assert_input_error(&["infer", "--model", &model, "--far-rtt-us", "-5"], "--far-rtt-us");
+    assert_input_error(&["infer", "--model", &model, "--far-rtt-us", "1ms"], "--far-rtt-us");
     let (code, _, _) = treecast(&["infer"]);
     assert_eq!(code, 2);
+}
+
+/// `--far-rtt-us inf` turns the graft of far-apart parts off: on the shipped testbed (clusters
+/// 1 and 1.5 ms from the core) the same inference then measures far pairs in full and costs
+/// many times the virtual probe time.
+#[test]
+fn far_rtt_threshold_switches_the_graft() {
+    let model = shipped("testbed-256.json");
+    let time = |far: &str| {
+        let (code, out, err) = treecast(&[
+            "infer",
+            "--model",
+            &model,
+            "--noise",
+            "lomax:scale_us=2,alpha=1.5",
+            "--far-rtt-us",
+            far,
+            "--format",
+            "json",
+        ]);
+        assert_eq!(code, 0, "{err}");
+        let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+        assert_eq!(v["exact_partition_rate"], 1.0, "{out}");
+        v["virtual_probe_time_s"].as_f64().unwrap()
+    };
+    let (grafted, one_tree) = (time("1000"), time("inf"));
+    assert!(one_tree > 4.0 * grafted, "graft {grafted} s, one tree {one_tree} s");
 }

@@ -7,8 +7,8 @@
 //! - `--model TOPOLOGY [--noise none|normal:sd_us=X|lomax:scale_us=X,alpha=A] [--seed S]
 //!   [--trials K] [--format text|json]`: `K` inferences against simulated RTTs of the model, each
 //!   scored (exact leaf-switch partition, shared-link query errors, pairs measured, rounds,
-//!   virtual probe time). Extra knobs: `--strategy`, `--no-hint`, `--stall-prob`, `--loaded`,
-//!   `--queries`, `--bandwidth-bytes`.
+//!   virtual probe time). Extra knobs: `--strategy`, `--no-hint`, `--far-rtt-us`, `--stall-prob`,
+//!   `--loaded`, `--queries`, `--bandwidth-bytes`.
 
 use crate::CliError;
 use serde::Serialize;
@@ -45,6 +45,11 @@ pub struct Args {
     /// Do not use host order as a locality hint.
     #[arg(long)]
     no_hint: bool,
+    /// Round trips at least this long (microseconds) are far: such parts of the network are
+    /// inferred on their own and grafted from one round trip per far pair; `inf` measures every
+    /// pair in full and builds one tree.
+    #[arg(long, default_value = "1000", allow_hyphen_values = true)]
+    far_rtt_us: String,
     /// Probability that a whole pair measurement is descheduled (12-16 ms per round trip).
     #[arg(long, default_value_t = 0.0)]
     stall_prob: f64,
@@ -71,10 +76,20 @@ pub fn run(args: Args) -> Result<(), CliError> {
             )))
         }
     };
+    let far_rtt_s = match args.far_rtt_us.parse::<f64>() {
+        Ok(us) if us > 0.0 => us * 1e-6,
+        _ => {
+            return Err(CliError::Input(format!(
+                "--far-rtt-us: '{}' is not a positive number of microseconds or 'inf'",
+                args.far_rtt_us
+            )))
+        }
+    };
     let opts = InferOptions {
         strategy,
         seed: args.seed,
         locality_hint: !args.no_hint,
+        far_rtt_s,
         bandwidth_bytes: args.bandwidth_bytes,
         ..InferOptions::default()
     };
