@@ -369,6 +369,14 @@ pub(crate) fn join(
             log::trace!("graft: part {c} exit {e:?}; us from its hosts {}", d.join(" "));
         }
     }
+    // Hosts are leaves: an exit at a host only makes sense for a part of one host.
+    for (c, &e) in exits.iter().enumerate() {
+        if let Point::At(v) = e {
+            if trees[c].is_host(v) && trees[c].num_hosts_in() > 1 {
+                return Err(format!("part {c} would leave the network through a host"));
+            }
+        }
+    }
     // Lengths between exits.
     let mut delta = vec![0.0f64; m * m];
     for c in 0..m {
