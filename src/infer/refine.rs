@@ -125,6 +125,11 @@ pub(crate) fn refine(
         if merged > 0 {
             refit(t, &run.store, noise, 300);
         }
+        log::debug!(
+            "refine: noise {:.3} us, merge threshold {:.3} us, {merged} short link(s) contracted, {duplicates} duplicate switch(es) merged",
+            noise * 1e6,
+            threshold * 1e6
+        );
         report.merged += merged;
         report.noise_s = report.noise_s.max(noise);
         report.threshold_s = report.threshold_s.max(threshold);
