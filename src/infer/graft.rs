@@ -66,43 +66,50 @@ fn point_dist(t: &WorkTree, p: Point, q: Point) -> f64 {
     best
 }
 
+/// The vertices an exit may be at: the switches, or every vertex of a tree without switches
+/// (one host, or two hosts joined by one link).
+fn vertex_candidates(t: &WorkTree) -> Vec<Point> {
+    let few = t.switches().next().is_none();
+    t.vertices().filter(|&v| few || !t.is_host(v)).map(Point::At).collect()
+}
+
+/// The links an exit may lie on: between switches, or any link of a tree without switches
+/// (an exit on an access link is not told apart from its switch). Yields `(child, parent)`.
+fn link_candidates(t: &WorkTree) -> impl Iterator<Item = (usize, usize)> + '_ {
+    let few = t.switches().next().is_none();
+    t.vertices().filter_map(move |u| {
+        let w = t.parent(u)?;
+        (few || !(t.is_host(u) || t.is_host(w))).then_some((u, w))
+    })
+}
+
+/// A point on a link within `snap` of a switch at one of its ends is that switch: a point a
+/// fraction of a microsecond beside it would be a switch that does not exist.
+fn snap_to_switch(t: &WorkTree, p: Point, snap: f64) -> Point {
+    let Point::On { child, up } = p else { return p };
+    let parent = t.parent(child).expect("a link");
+    if up <= snap && !t.is_host(child) {
+        Point::At(child)
+    } else if t.len(child) - up <= snap && !t.is_host(parent) {
+        Point::At(parent)
+    } else {
+        p
+    }
+}
+
 /// Where the paths to the other side leave `t`: the point minimising the spread of
 /// `y[k] - d(hosts[k], point)` (`y`: the distance of each pair's far end beyond the exit, plus
-/// the unknown length between the exits); points on a link within `snap` of a switch are left
-/// to the switch. Returns the point and its spread.
+/// the unknown length between the exits), among the vertex candidates and, on each candidate
+/// link, the position that balances the medians of the hosts on either side; snapped to a
+/// switch within `snap` or the placement error. Returns the point and its spread.
 fn best_point(t: &WorkTree, hosts: &[usize], y: &[f64], snap: f64) -> (Point, f64) {
     let vs: Vec<usize> = hosts
         .iter()
         .map(|&h| t.vertex_of(h).expect("host in its part's tree"))
         .collect();
-    let few = t.switches().next().is_none();
-    let cost = |p: Point| {
-        let r: Vec<f64> = vs.iter().zip(y).map(|(&v, &yk)| yk - t.dist_point(v, p)).collect();
-        spread(&r).1
-    };
-    let better = |best: &Option<(Point, f64)>, c: f64| best.is_none_or(|b| c < b.1);
-    let mut best: Option<(Point, f64)> = None;
-    for v in t.vertices() {
-        if few || !t.is_host(v) {
-            let c = cost(Point::At(v));
-            if better(&best, c) {
-                best = Some((Point::At(v), c));
-            }
-        }
-    }
-    // Closer to a switch than the placement error is noise.
-    let snap = match best {
-        Some((p, _)) => {
-            let r: Vec<f64> = vs.iter().zip(y).map(|(&v, &yk)| yk - t.dist_point(v, p)).collect();
-            snap.max(placement_error(&r))
-        }
-        None => snap,
-    };
-    for u in t.vertices() {
-        let Some(w) = t.parent(u) else { continue };
-        if !few && (t.is_host(u) || t.is_host(w)) {
-            continue; // exits on an access link are not told apart from its switch
-        }
+    let resid = |p: Point| -> Vec<f64> { vs.iter().zip(y).map(|(&v, &yk)| yk - t.dist_point(v, p)).collect() };
+    let mut cands = vertex_candidates(t);
+    for (u, w) in link_candidates(t) {
         let l = t.len(u);
         let (mut below, mut above) = (Vec::new(), Vec::new());
         for (&v, &yk) in vs.iter().zip(y) {
@@ -116,20 +123,19 @@ fn best_point(t: &WorkTree, hosts: &[usize], y: &[f64], snap: f64) -> (Point, f6
             continue; // all on one side: the vertices decide
         }
         // Residuals: below - up, above - (l - up); equal medians at this `up`.
-        let up = ((spread(&below).0 - spread(&above).0 + l) / 2.0).clamp(0.0, l);
-        // Within the snapping tolerance of a switch, the exit is that switch (its vertex is
-        // a candidate on its own): a point a fraction of a microsecond beside it would be a
-        // switch that does not exist.
-        let near_switch = (up <= snap && !t.is_host(u)) || (l - up <= snap && !t.is_host(w));
-        if up > 0.0 && up < l && !near_switch {
-            let p = Point::On { child: u, up };
-            let c = cost(p);
-            if better(&best, c) {
-                best = Some((p, c));
-            }
+        let up = (spread(&below).0 - spread(&above).0 + l) / 2.0;
+        if up > 0.0 && up < l {
+            cands.push(Point::On { child: u, up });
         }
     }
-    best.expect("a part's tree has a vertex")
+    let best = cands
+        .into_iter()
+        .map(|p| (p, spread(&resid(p)).1))
+        .min_by(|a, b| a.1.total_cmp(&b.1))
+        .expect("a part's tree has a vertex")
+        .0;
+    let p = snap_to_switch(t, best, snap.max(placement_error(&resid(best))));
+    (p, spread(&resid(p)).1)
 }
 
 /// Points on each link tried by [`common_exit`] (besides the vertices and the exits fitted
@@ -159,17 +165,13 @@ fn common_exit(
         }
     };
     let cost = |p: Point| (0..m).filter(|&j| j != c).map(|j| spread(&res(p, j)).1).sum::<f64>();
-    let few = t.switches().next().is_none();
-    let mut cands: Vec<Point> = t.vertices().filter(|&v| few || !t.is_host(v)).map(Point::At).collect();
+    let mut cands = vertex_candidates(t);
     cands.extend(extra);
-    for u in t.vertices() {
-        let Some(w) = t.parent(u) else { continue };
-        if few || !(t.is_host(u) || t.is_host(w)) {
-            cands.extend((1..GRID).map(|i| Point::On {
-                child: u,
-                up: t.len(u) * i as f64 / GRID as f64,
-            }));
-        }
+    for (u, _) in link_candidates(t) {
+        cands.extend((1..GRID).map(|i| Point::On {
+            child: u,
+            up: t.len(u) * i as f64 / GRID as f64,
+        }));
     }
     let best = cands
         .into_iter()
@@ -177,7 +179,6 @@ fn common_exit(
         .min_by(|a, b| a.1.total_cmp(&b.1))
         .expect("a part's tree has a vertex")
         .0;
-    let Point::On { child, up } = best else { return best };
     // Centred residuals of all partners together tell the placement error.
     let centred: Vec<f64> = (0..m)
         .filter(|&j| j != c)
@@ -187,15 +188,7 @@ fn common_exit(
             r.into_iter().map(move |x| x - med)
         })
         .collect();
-    let snap = tol.max(placement_error(&centred));
-    let parent = t.parent(child).expect("a link");
-    if up <= snap && !t.is_host(child) {
-        Point::At(child)
-    } else if t.len(child) - up <= snap && !t.is_host(parent) {
-        Point::At(parent)
-    } else {
-        best
-    }
+    snap_to_switch(t, best, tol.max(placement_error(&centred)))
 }
 
 /// The coarse pairs between two parts, oriented `(a in c, b in j, one-way distance)`.
@@ -205,8 +198,9 @@ struct Link {
     pairs: Vec<(usize, usize, f64)>,
 }
 
-/// Exits `(p in c, q in j)` of one pair of parts and their spread.
-fn fit_pair(trees: &[WorkTree], l: &Link, snap: f64) -> (Point, Point, f64) {
+/// Exits `(p in c, q in j)` of one pair of parts: a joint search over the vertex candidates of
+/// both, then alternating refinement of one side at a time.
+fn fit_pair(trees: &[WorkTree], l: &Link, snap: f64) -> (Point, Point) {
     let (tc, tj) = (&trees[l.c], &trees[l.j]);
     let a: Vec<usize> = l.pairs.iter().map(|p| p.0).collect();
     let b: Vec<usize> = l.pairs.iter().map(|p| p.1).collect();
@@ -217,20 +211,14 @@ fn fit_pair(trees: &[WorkTree], l: &Link, snap: f64) -> (Point, Point, f64) {
             .map(|&h| t.dist_point(t.vertex_of(h).unwrap(), p))
             .collect()
     };
-    let cands = |t: &WorkTree| -> Vec<Point> {
-        let s: Vec<Point> = t.switches().map(Point::At).collect();
-        if s.is_empty() {
-            t.vertices().map(Point::At).collect()
-        } else {
-            s
-        }
-    };
-    // Joint search over switch pairs, then alternating refinement along links.
-    let qa: Vec<(Point, Vec<f64>)> = cands(tj).into_iter().map(|q| (q, dists(tj, &b, q))).collect();
+    let qs: Vec<(Point, Vec<f64>)> = vertex_candidates(tj)
+        .into_iter()
+        .map(|q| (q, dists(tj, &b, q)))
+        .collect();
     let mut best: Option<(Point, Point, f64)> = None;
-    for p in cands(tc) {
+    for p in vertex_candidates(tc) {
         let dp = dists(tc, &a, p);
-        for (q, dq) in &qa {
+        for (q, dq) in &qs {
             let r: Vec<f64> = (0..d.len()).map(|k| d[k] - dp[k] - dq[k]).collect();
             let c = spread(&r).1;
             if best.is_none_or(|x| c < x.2) {
@@ -238,18 +226,16 @@ fn fit_pair(trees: &[WorkTree], l: &Link, snap: f64) -> (Point, Point, f64) {
             }
         }
     }
-    let (mut p, mut q, mut c) = best.expect("parts have vertices");
+    let (mut p, mut q, _) = best.expect("parts have vertices");
     for _ in 0..SWEEPS {
         let dq = dists(tj, &b, q);
         let y: Vec<f64> = (0..d.len()).map(|k| d[k] - dq[k]).collect();
         p = best_point(tc, &a, &y, snap).0;
         let dp = dists(tc, &a, p);
         let y: Vec<f64> = (0..d.len()).map(|k| d[k] - dp[k]).collect();
-        let (nq, nc) = best_point(tj, &b, &y, snap);
-        q = nq;
-        c = nc;
+        q = best_point(tj, &b, &y, snap).0;
     }
-    (p, q, c)
+    (p, q)
 }
 
 /// Residuals of a pair of parts for exits `ec`, `ej`: median (the length between the exits)
@@ -308,7 +294,7 @@ pub(crate) fn join(
             .pairs
             .push((x, y, d));
     }
-    let mut fits: HashMap<(usize, usize), (Point, Point, f64)> = HashMap::new();
+    let mut fits: HashMap<(usize, usize), (Point, Point)> = HashMap::new();
     for c in 0..m {
         for j in (c + 1)..m {
             let Some(l) = links.get(&(c, j)).filter(|l| l.pairs.len() >= MIN_PAIRS) else {
@@ -324,7 +310,6 @@ pub(crate) fn join(
     // time against the partners' common exits. It must agree with the exit fitted towards each
     // partner alone, or the part holds the junction of others.
     let exit_towards = |c: usize, j: usize| if c < j { fits[&(c, j)].0 } else { fits[&(j, c)].1 };
-    let mut exits: Vec<Point> = (0..m).map(|c| exit_towards(c, if c == 0 { 1 } else { 0 })).collect();
     let mut partner: Vec<Vec<Point>> = (0..m)
         .map(|c| {
             (0..m)
@@ -332,24 +317,21 @@ pub(crate) fn join(
                 .collect()
         })
         .collect();
+    let mut exits: Vec<Point> = Vec::new();
     for _ in 0..2 {
-        for c in 0..m {
-            exits[c] = common_exit(
-                trees,
-                &links,
-                c,
-                &partner[c],
-                tol,
-                (0..m).filter(|&j| j != c).map(|j| exit_towards(c, j)),
-            );
-        }
-        partner = (0..m).map(|_| exits.clone()).collect();
+        exits = (0..m)
+            .map(|c| {
+                let own = (0..m).filter(|&j| j != c).map(|j| exit_towards(c, j));
+                common_exit(trees, &links, c, &partner[c], tol, own)
+            })
+            .collect();
+        partner = vec![exits.clone(); m];
     }
     for c in 0..m {
         for j in (0..m).filter(|&j| j != c) {
             let own = exit_towards(c, j);
             let off = point_dist(&trees[c], exits[c], own);
-            let (x, y, _) = fits[&(c.min(j), c.max(j))];
+            let (x, y) = fits[&(c.min(j), c.max(j))];
             let allowed = tol.max(2.0 * placement_error(&residuals(trees, &links[&(c.min(j), c.max(j))], x, y)));
             if off > allowed {
                 return Err(format!(
