@@ -74,30 +74,19 @@ pub(crate) fn of_blocks(blocks: &[Vec<usize>], near: &[(usize, usize)]) -> Vec<V
             block_of[h] = i;
         }
     }
-    let mut up: Vec<usize> = (0..blocks.len()).collect();
-    fn find(up: &mut [usize], mut x: usize) -> usize {
-        while up[x] != x {
-            up[x] = up[up[x]];
-            x = up[x];
-        }
-        x
-    }
+    let mut sets = crate::util::dsu::Dsu::new(blocks.len());
     for &(a, b) in near {
         let (Some(&x), Some(&y)) = (block_of.get(a), block_of.get(b)) else {
             continue;
         };
-        if x == usize::MAX || y == usize::MAX || x == y {
-            continue;
-        }
-        let (rx, ry) = (find(&mut up, x), find(&mut up, y));
-        if rx != ry {
-            up[rx.max(ry)] = rx.min(ry);
+        if x != usize::MAX && y != usize::MAX {
+            sets.union(x, y);
         }
     }
     let mut parts: Vec<Vec<usize>> = Vec::new();
     let mut index = vec![usize::MAX; blocks.len()];
     for i in 0..blocks.len() {
-        let r = find(&mut up, i);
+        let r = sets.find(i);
         if index[r] == usize::MAX {
             index[r] = parts.len();
             parts.push(Vec::new());

@@ -266,14 +266,7 @@ fn parse(text: &str) -> Result<Topology, TopologyError> {
         None => return Err(err(root.line, "links", "missing in this file")),
     };
     // Union-find catches the first link that closes a cycle, with its line.
-    let mut comp: Vec<usize> = (0..b.vertices.len()).collect();
-    fn find(comp: &mut [usize], mut x: usize) -> usize {
-        while comp[x] != x {
-            comp[x] = comp[comp[x]];
-            x = comp[x];
-        }
-        x
-    }
+    let mut comp = crate::util::dsu::Dsu::new(b.vertices.len());
     let mut degree = vec![0usize; b.vertices.len()];
     for l in links_a {
         let m = object(l, "a link")?;
@@ -333,15 +326,13 @@ fn parse(text: &str) -> Result<Topology, TopologyError> {
             },
         };
         let fit = get(m, "latency_fit").map(latency_fit).transpose()?;
-        let (ra, rb) = (find(&mut comp, a), find(&mut comp, bv));
-        if ra == rb {
+        if !comp.union(a, bv) {
             return Err(TopologyError::new(format!(
                 "link {}-{} closes a cycle (the topology must be a tree)",
                 b.vertices[a].name, b.vertices[bv].name
             ))
             .at_line(l.line));
         }
-        comp[ra] = rb;
         let ab = LinkDir::new(lat, bw);
         let ba = LinkDir::new(lat_ba.unwrap_or(lat), bw_ba.unwrap_or(bw));
         b.links.push(Link {
@@ -353,8 +344,8 @@ fn parse(text: &str) -> Result<Topology, TopologyError> {
             latency_fit: fit,
         });
     }
-    let r0 = find(&mut comp, 0);
-    if let Some(v) = (1..b.vertices.len()).find(|&v| find(&mut comp, v) != r0) {
+    let r0 = comp.find(0);
+    if let Some(v) = (1..b.vertices.len()).find(|&v| comp.find(v) != r0) {
         return Err(TopologyError::new(format!(
             "vertex '{}' is not connected to '{}' (the links must join all vertices into one tree)",
             b.vertices[v].name, b.vertices[0].name

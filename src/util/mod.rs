@@ -1,6 +1,7 @@
 //! Small shared helpers.
 
 pub mod bytes;
+pub mod dsu;
 pub mod pin;
 pub mod rng;
 pub mod svg;
