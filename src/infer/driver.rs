@@ -109,23 +109,8 @@ impl<'p> Run<'p> {
 
     /// Measure one round of pairs and store the results.
     pub fn measure(&mut self, pairs: &[(usize, usize)]) -> Result<(), InferError> {
-        if pairs.is_empty() {
-            return Ok(());
-        }
-        let ms = self.prober.ping_round(pairs, &self.spec)?;
-        if log::log_enabled!(log::Level::Trace) {
-            let rtt = ms.iter().map(|m| m.rtt_s()).fold(0.0, f64::max);
-            let dur = ms.iter().map(|m| m.duration_s()).fold(0.0, f64::max);
-            log::trace!(
-                "ping round: {} pairs, longest RTT {:.1} us, slowest pair {:.2} ms",
-                pairs.len(),
-                rtt * 1e6,
-                dur * 1e3
-            );
-        }
-        for m in ms {
-            self.store.add(m);
-        }
+        let coarse = self.measure_far(pairs, self.spec.far_s)?;
+        debug_assert!(coarse.is_empty(), "the run's own protocol cuts no pair short");
         Ok(())
     }
 
@@ -142,6 +127,17 @@ impl<'p> Run<'p> {
         }
         let spec = PingSpec { far_s, ..self.spec };
         let ms = self.prober.ping_round(pairs, &spec)?;
+        if log::log_enabled!(log::Level::Trace) {
+            let rtt = ms.iter().map(|m| m.rtt_s()).fold(0.0, f64::max);
+            let dur = ms.iter().map(|m| m.duration_s()).fold(0.0, f64::max);
+            let far = ms.iter().filter(|m| spec.ended_far(m)).count();
+            log::trace!(
+                "ping round: {} pairs ({far} far, measured once), longest RTT {:.1} us, slowest pair {:.2} ms",
+                pairs.len(),
+                rtt * 1e6,
+                dur * 1e3
+            );
+        }
         let mut coarse = Vec::new();
         for m in ms {
             if spec.ended_far(&m) {
@@ -150,7 +146,6 @@ impl<'p> Run<'p> {
                 self.store.add(m);
             }
         }
-        log::trace!("ping round: {} pairs, {} far (coarse)", pairs.len(), coarse.len());
         Ok(coarse)
     }
 

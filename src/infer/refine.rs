@@ -202,8 +202,12 @@ fn merge_duplicate_siblings(t: &mut WorkTree, s: &Store, p: &LocateParams) -> u6
     groups.sort_unstable();
     for (v, w1, w2) in groups {
         // Both still switches next to v (earlier merges may have removed one)?
-        let alive = |x: usize| t.vertices().any(|y| y == x);
-        if !alive(v) || !alive(w1) || !alive(w2) || !t.neighbors(v).contains(&w1) || !t.neighbors(v).contains(&w2) {
+        if !t.is_alive(v)
+            || !t.is_alive(w1)
+            || !t.is_alive(w2)
+            || !t.neighbors(v).contains(&w1)
+            || !t.neighbors(v).contains(&w2)
+        {
             continue;
         }
         t.reroot(v);

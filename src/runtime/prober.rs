@@ -346,14 +346,15 @@ impl MpiProber<'_> {
                 let mut parts: Vec<(u32, Vec<u8>)> = Vec::with_capacity(2 * chunk.len());
                 let mut own: Option<Round> = None;
                 for &(a, b) in chunk {
-                    let pair = (a as u32, b as u32);
+                    let part = make((a as u32, b as u32), total);
+                    let bytes = postcard::to_stdvec(&part).map_err(other)?;
                     for x in [a, b] {
-                        let part = make(pair, total);
-                        if x == 0 {
-                            own = Some(part);
-                        } else {
-                            parts.push((x as u32, postcard::to_stdvec(&part).map_err(other)?));
+                        if x != 0 {
+                            parts.push((x as u32, bytes.clone()));
                         }
+                    }
+                    if a == 0 || b == 0 {
+                        own = Some(part);
                     }
                 }
                 let mut reqs = send_parts(self.comm, &parts)?;
@@ -424,13 +425,10 @@ impl Prober for MpiProber<'_> {
                 let m = decode_measurement(&blobs[a], a, b)?;
                 this_set.push(m);
             }
-            measure += set_pairs
+            // Sub-rounds run one after another; within one, the slowest pair decides.
+            measure += this_set
                 .chunks(self.max_pairs.max(1))
-                .map(|c| {
-                    c.iter()
-                        .map(|&(a, _)| out_duration(&this_set, &set_pairs, a))
-                        .fold(0.0, f64::max)
-                })
+                .map(|c| c.iter().map(PairMeasurement::duration_s).fold(0.0, f64::max))
                 .sum::<f64>();
             for (&i, m) in open.iter().zip(this_set) {
                 out[i].append(m);
@@ -488,14 +486,6 @@ fn decode_measurement(blob: &[u8], a: usize, b: usize) -> std::result::Result<Pa
         )));
     }
     Ok(m)
-}
-
-/// Duration of the measurement initiated by host `a` (its position in `pairs` is that of `out`).
-fn out_duration(out: &[PairMeasurement], pairs: &[(usize, usize)], a: usize) -> f64 {
-    pairs
-        .iter()
-        .position(|&(x, _)| x == a)
-        .map_or(0.0, |i| out[i].duration_s())
 }
 
 /// Collective over `comm`: host leaders probe and rank 0 infers the host-level tree; every
