@@ -49,6 +49,17 @@ pub enum SetSchedule {
     Interleaved,
 }
 
+impl SetSchedule {
+    /// The windows of a ping round under `spec`: how many, and the protocol each window runs
+    /// (all sets back to back, or one set).
+    pub fn windows(self, spec: &PingSpec) -> (u32, PingSpec) {
+        match self {
+            SetSchedule::BackToBack => (1, *spec),
+            SetSchedule::Interleaved => (spec.sets.max(1), PingSpec { sets: 1, ..*spec }),
+        }
+    }
+}
+
 use std::fmt;
 
 /// Why probing failed. Carries a one-line message naming the hosts involved.

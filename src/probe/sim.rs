@@ -296,10 +296,7 @@ impl Prober for SimProber {
         let n = self.hosts.len();
         check_round(n, pairs)?;
         let mut out: Vec<PairMeasurement> = pairs.iter().map(|&(a, b)| PairMeasurement::empty(a, b)).collect();
-        let (windows, spec_per_window) = match self.schedule {
-            SetSchedule::BackToBack => (1, *spec),
-            SetSchedule::Interleaved => (spec.sets.max(1), PingSpec { sets: 1, ..*spec }),
-        };
+        let (windows, spec_per_window) = self.schedule.windows(spec);
         let (mut measure, mut coord) = (0.0f64, 0.0f64);
         for _ in 0..windows {
             let (mut open, mut busy, mut result) = (Vec::new(), Vec::new(), Vec::new());

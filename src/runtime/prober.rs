@@ -402,10 +402,7 @@ impl Prober for MpiProber<'_> {
         check_round(self.n as usize, pairs)?;
         let t0 = raw::wtime();
         // One set at a time over all pairs (see the module doc), merged per pair afterwards.
-        let (windows, per_window) = match self.schedule {
-            SetSchedule::BackToBack => (1, *spec),
-            SetSchedule::Interleaved => (spec.sets.max(1), PingSpec { sets: 1, ..*spec }),
-        };
+        let (windows, per_window) = self.schedule.windows(spec);
         let mut out: Vec<PairMeasurement> = pairs.iter().map(|&(a, b)| PairMeasurement::empty(a, b)).collect();
         let mut measure = 0.0;
         for _ in 0..windows {
