@@ -18,22 +18,8 @@ want_test=0
 
 have() { command -v "$1" >/dev/null 2>&1; }
 
-# rsmpi's bindgen loads libclang. clang-sys looks in LIBCLANG_PATH, the ld cache, LD_LIBRARY_PATH
-# (how `module load llvm` provides it) and llvm-config's libdir; look in the same places.
-have_libclang() {
-  [ -n "${LIBCLANG_PATH:-}" ] && return 0
-  ldconfig -p 2>/dev/null | grep -q 'libclang[-.0-9]*\.so' && return 0
-  local dirs=() d f
-  IFS=: read -r -a dirs <<<"${LD_LIBRARY_PATH:-}"
-  have llvm-config && dirs+=("$(llvm-config --libdir 2>/dev/null || true)")
-  for d in "${dirs[@]}"; do
-    [ -n "$d" ] || continue
-    for f in "$d"/libclang.so* "$d"/libclang-*.so*; do
-      [ -e "$f" ] && return 0
-    done
-  done
-  return 1
-}
+# shellcheck source=lib/probes.sh
+. "$(dirname "$0")/lib/probes.sh"
 
 # add "what is missing (what needs it)" PACKAGE...: record it in `notes` and its packages in `pkgs`.
 add() {
@@ -49,21 +35,17 @@ add() {
 detect() {
   pkgs=()
   notes=()
-  have mpicc || add "mpicc/mpirun (Open MPI: building and running everything)" libopenmpi-dev openmpi-bin
-  have_libclang || add "libclang (rsmpi's bindgen: cargo build)" libclang-dev
+  probe_mpi_c || add "mpicc/mpirun that build an MPI program (Open MPI: building and running everything)" libopenmpi-dev openmpi-bin
+  probe_libclang || add "libclang where clang-sys looks (rsmpi's bindgen: cargo build)" libclang-dev
   if [ "$want_test" = 1 ]; then
-    # The mpifort wrapper exists without a Fortran compiler behind it; --version runs that compiler.
-    mpifort --version >/dev/null 2>&1 ||
-      add "a working mpifort (Fortran compiler: tests/preload.rs Fortran cases)" gfortran
-    { have smpicc && have smpirun; } ||
-      add "smpicc/smpirun (SimGrid: tests/simgrid_crossval.rs)" libsimgrid-dev
-    { have ip && have tc; } || add "ip/tc (iproute2: tests/emulated_cluster.rs)" iproute2
-    { have unshare && have nsenter; } ||
-      add "unshare/nsenter (util-linux: tests/emulated_cluster.rs)" util-linux
-    have nm || add "nm (binutils: tests/c_api.rs, tests/preload.rs symbol checks)" binutils
+    probe_mpi_fortran ||
+      add "an mpifort that compiles 'use mpi' (Fortran compiler: tests/preload.rs Fortran cases)" gfortran
+    probe_simgrid || add "smpicc/smpirun (SimGrid: tests/simgrid_crossval.rs)" libsimgrid-dev
+    probe_iproute2 || add "ip/tc (iproute2: tests/emulated_cluster.rs)" iproute2
+    probe_util_linux || add "unshare/nsenter (util-linux: tests/emulated_cluster.rs)" util-linux
+    probe_binutils || add "nm (binutils: tests/c_api.rs, tests/preload.rs symbol checks)" binutils
   fi
 }
-
 detect
 if [ ${#pkgs[@]} -gt 0 ]; then
   sudo=none
@@ -91,9 +73,9 @@ if [ ${#pkgs[@]} -gt 0 ]; then
   if [ ${#notes[@]} -gt 0 ]; then
     list=$(printf '%s, ' "${notes[@]}")
     echo "setup: missing ${list%, } -- $why; install them (Debian packages: ${pkgs[*]}) or load the modules providing them" >&2
-    # Without MPI nothing builds. A missing test tool only fails the tests that need it, and libclang
-    # may sit where only clang-sys looks (cargo build then says so), so both go on.
-    have mpicc || exit 1
+    # Without MPI or libclang nothing builds. A missing test tool only fails the tests that need it.
+    probe_mpi_c || exit 1
+    probe_libclang || exit 1
   fi
 fi
 

@@ -29,4 +29,8 @@ pub mod profile;
 pub mod runtime;
 
 pub use api::{TopoBcast, TopoBuffer};
+
+/// The MPI implementation this build was compiled against (from `mpi.h`, see `build.rs`), e.g.
+/// "Open MPI 4.1.4, MPI 3.1".
+pub const MPI_BUILT_WITH: &str = env!("TREECAST_MPI_BUILT_WITH");
 pub use error::{Error, ErrorKind, Result};

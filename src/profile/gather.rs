@@ -1,8 +1,8 @@
 //! Gathering profiles to rank 0 and writing the file (see the module docs of `profile`).
 
 use super::report::{
-    class_bytes, CommReport, Compare, ProfileReport, RankTiming, SampleCall, SiteReport, SizeClassReport, TimeStats,
-    PROFILE_VERSION,
+    class_bytes, CommReport, Compare, ProfileReport, RankClock, RankTiming, SampleCall, SiteReport, SizeClassReport,
+    TimeStats, PROFILE_VERSION,
 };
 use super::{sites, Histogram, SiteStats};
 use crate::exec::raw::{self, check};
@@ -24,6 +24,7 @@ struct RankWire {
     host: String,
     /// Add to this rank's clock to get rank 0's.
     clock_offset_s: f64,
+    clock: RankClock,
     sites: Vec<(String, SiteStats)>,
 }
 
@@ -42,8 +43,8 @@ fn world_rank() -> i32 {
 }
 
 /// Cristian's algorithm against rank 0: a few ping-pongs, keep the offset of the fastest.
-/// Returns this rank's offset (0 on rank 0).
-fn clock_offset(comm: MPI_Comm, rank: u32, size: u32, tag: c_int) -> crate::error::Result<f64> {
+/// Returns this rank's offset and its error bound, half the fastest round trip (0 on rank 0).
+fn clock_offset(comm: MPI_Comm, rank: u32, size: u32, tag: c_int) -> crate::error::Result<(f64, f64)> {
     // Enough rounds that one of them is rarely disturbed on a loaded node.
     const ROUNDS: usize = 12;
     // SAFETY: blocking point-to-point on our duplicate communicator with a reserved tag.
@@ -65,7 +66,7 @@ fn clock_offset(comm: MPI_Comm, rank: u32, size: u32, tag: c_int) -> crate::erro
                     )?;
                 }
             }
-            Ok(0.0)
+            Ok((0.0, 0.0))
         } else {
             let mut best = (f64::INFINITY, 0.0);
             for _ in 0..ROUNDS {
@@ -85,7 +86,7 @@ fn clock_offset(comm: MPI_Comm, rank: u32, size: u32, tag: c_int) -> crate::erro
                     best = (t2 - t1, t0 - 0.5 * (t1 + t2));
                 }
             }
-            Ok(best.1)
+            Ok((best.1, 0.5 * best.0))
         }
     }
 }
@@ -218,8 +219,18 @@ fn by_name(sites: &super::SiteMap) -> Vec<(String, SiteStats)> {
 }
 
 fn try_gather_comm(st: &mut CommState) -> crate::error::Result<()> {
-    let offset = clock_offset(st.comm, st.rank, st.size, st.codec.control_tag())?;
+    let (offset, offset_error_s) = clock_offset(st.comm, st.rank, st.size, st.codec.control_tag())?;
+    let clock = super::clock::Clock::global();
     let wire = RankWire {
+        clock: RankClock {
+            rank: st.rank,
+            source: if clock.is_tsc() { "tsc" } else { "monotonic" }.into(),
+            ns_per_tick: clock.s_per_tick() * 1e9,
+            rate_error: clock.rate_error(),
+            rate_error_at_finalize: clock.long_rate().1,
+            offset_s: offset,
+            offset_error_s,
+        },
         rank: st.rank,
         world_rank: world_rank(),
         host: processor_name(),
@@ -392,12 +403,15 @@ fn merge(st: &CommState, ranks: &[RankWire]) -> CommReport {
             *w = r.world_rank;
         }
     }
+    let mut clocks: Vec<RankClock> = ranks.iter().map(|r| r.clock.clone()).collect();
+    clocks.sort_by_key(|c| c.rank);
     CommReport {
         label: st.profile.label.clone(),
         size: st.size,
         hosts,
         world_ranks,
         sites: sites_out,
+        clocks,
     }
 }
 

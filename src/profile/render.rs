@@ -538,6 +538,7 @@ mod tests {
                 size: 2,
                 hosts: vec!["a".into(), "b".into()],
                 world_ranks: vec![0, 1],
+                clocks: Vec::new(),
                 sites: vec![SiteReport {
                     site: "src/main.rs:10".into(),
                     calls: 5,

@@ -23,6 +23,28 @@ pub struct CommReport {
     /// World rank of each rank of the communicator.
     pub world_ranks: Vec<i32>,
     pub sites: Vec<SiteReport>,
+    /// Each rank's profiling clock and how well it is known (one entry per rank, by rank).
+    #[serde(default)]
+    pub clocks: Vec<RankClock>,
+}
+
+/// One rank's profiling clock: how its ticks became seconds, and the error bounds of the times
+/// it contributed. A duration `d` measured on this rank is right to within `d * rate_error`;
+/// an absolute time, once put on rank 0's time base, to within `offset_error_s`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct RankClock {
+    pub rank: u32,
+    /// `tsc` (the CPU's invariant time-stamp counter) or `monotonic` (clock_gettime).
+    pub source: String,
+    pub ns_per_tick: f64,
+    /// Bound on the relative error of the rate, from the calibration at set-up.
+    pub rate_error: f64,
+    /// The same bound re-measured at finalize over the whole job (smaller for longer jobs).
+    pub rate_error_at_finalize: f64,
+    /// Add to this rank's `MPI_Wtime` to get rank 0's, and the bound on that offset's error
+    /// (half the round trip of the exchange it came from).
+    pub offset_s: f64,
+    pub offset_error_s: f64,
 }
 
 /// Summary statistics of durations, seconds.

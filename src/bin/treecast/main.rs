@@ -20,7 +20,7 @@ use cli_error::CliError;
 #[derive(Parser)]
 #[command(
     name = "treecast",
-    version,
+    version = concat!(env!("CARGO_PKG_VERSION"), " (built with ", env!("TREECAST_MPI_BUILT_WITH"), ")"),
     about = "Topology-aware MPI broadcast: infer, plan, simulate, estimate, probe, bench"
 )]
 struct Cli {
