@@ -12,6 +12,7 @@
 #   emucluster.sh [--prefix P] down
 #   emucluster.sh [--prefix P] status
 #   emucluster.sh [--prefix P] hosts                  # host names, one a line, block order
+#   emucluster.sh [--prefix P] truth                  # the emulated topology (as given to up)
 #   emucluster.sh [--prefix P] mpirun [--placement block|round-robin] [--ranks-per-host N] [--] ARGS...
 #
 # TOPOLOGY is a Slurm topology.conf (`SwitchName=s0 Nodes=h[1-3]`, `SwitchName=top Switches=s[0-2]`)
@@ -52,7 +53,7 @@ PROG=emucluster
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 
 die() { echo "$PROG: $*" >&2; exit 1; }
-usage_die() { echo "$PROG: $*" >&2; echo "usage: $0 [--prefix P] up|down|status|hosts|mpirun ... (see the comment at the top of $0)" >&2; exit 2; }
+usage_die() { echo "$PROG: $*" >&2; echo "usage: $0 [--prefix P] up|down|status|hosts|truth|mpirun ... (see the comment at the top of $0)" >&2; exit 2; }
 
 PREFIX="${EMUCLUSTER_PREFIX:-tcemu}"
 
@@ -505,6 +506,16 @@ cmd_hosts() {
   awk '{print $1}' "$STATE_DIR/hosts"
 }
 
+# The topology the cluster was built from (Slurm topology.conf or JSON, as given to `up`; the
+# shorthand SxH as the topology.conf it stands for): what inference should find.
+cmd_truth() {
+  while [ $# -gt 0 ]; do
+    case "$1" in --prefix) PREFIX="${2:?}"; shift 2;; *) usage_die "truth: unknown argument $1";; esac
+  done
+  need_cluster
+  cat "$STATE_DIR/topology"
+}
+
 # ---------------------------------------------------------------- mpirun
 
 cmd_mpirun() {
@@ -569,6 +580,7 @@ case "$cmd" in
   down) cmd_down "$@";;
   status) cmd_status "$@";;
   hosts) cmd_hosts "$@";;
+  truth) cmd_truth "$@";;
   mpirun) cmd_mpirun "$@";;
   *) usage_die "unknown command '$cmd'";;
 esac

@@ -185,6 +185,94 @@ pub fn same_tree(truth: &Topology, inferred: &Topology, tol_s: f64) -> Result<()
     Ok(())
 }
 
+/// Host-name sets below each switch of `t`'s rooted hierarchy (rooted at its anchor, the top
+/// switch every output format starts from), deduplicated: a chain of switches with the same
+/// hosts below is one level of the hierarchy. Includes the set of all hosts (the top).
+pub fn rooted_clusters(t: &Topology) -> std::collections::BTreeSet<Vec<String>> {
+    let hosts: HashSet<usize> = host_vertices(t).into_iter().collect();
+    let mut out = std::collections::BTreeSet::new();
+    for s in t.vertices_of_kind(VertexKind::Switch) {
+        let mut below: Vec<String> = t
+            .subtree(s)
+            .into_iter()
+            .filter(|v| hosts.contains(v))
+            .map(|v| t.vertex(v).name.clone())
+            .collect();
+        if below.is_empty() {
+            continue;
+        }
+        below.sort();
+        out.insert(below);
+    }
+    out
+}
+
+/// How an inferred tree compares with the truth, from the coarsest question to the finest.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Comparison {
+    /// The hosts below each leaf switch are the same.
+    pub leaf_groups: bool,
+    /// The same unrooted logical tree (every link separates the same hosts).
+    pub unrooted: bool,
+    /// The same rooted hierarchy (what Slurm's topology/tree plugin schedules by).
+    pub rooted: bool,
+    /// What differs, one human-readable line each (empty when `rooted`).
+    pub differences: Vec<String>,
+}
+
+impl Comparison {
+    /// One line: "matches" or the first differences.
+    pub fn summary(&self) -> String {
+        if self.rooted && self.leaf_groups {
+            return "matches (leaf groups, tree and rooted hierarchy)".into();
+        }
+        let what = if !self.leaf_groups {
+            "leaf groups differ"
+        } else if !self.unrooted {
+            "leaf groups match, the tree above them differs"
+        } else {
+            "tree matches, rooted at a different switch"
+        };
+        format!("{what}: {}", self.differences.join("; "))
+    }
+}
+
+fn hosts_text(g: &[String]) -> String {
+    format!("{{{}}}", g.join(" "))
+}
+
+/// Compare `inferred` with `truth` (both host-level or rank-level trees with the same host
+/// names): leaf groups, unrooted shape ([`same_tree`] without latencies) and rooted hierarchy
+/// ([`rooted_clusters`]).
+pub fn compare(truth: &Topology, inferred: &Topology) -> Result<Comparison, TopologyError> {
+    let (gt, gi) = (leaf_partition(truth)?, leaf_partition(inferred)?);
+    let mut differences = Vec::new();
+    for g in gt.iter().filter(|g| !gi.contains(g)) {
+        differences.push(format!("no switch holds exactly {}", hosts_text(g)));
+    }
+    for g in gi.iter().filter(|g| !gt.contains(g)) {
+        differences.push(format!("inferred a switch holding {}", hosts_text(g)));
+    }
+    let (st, si) = (splits(&logical_host_tree(truth)?), splits(&logical_host_tree(inferred)?));
+    let unrooted = st.keys().eq(si.keys());
+    let (ct, ci) = (rooted_clusters(truth), rooted_clusters(inferred));
+    let rooted = unrooted && ct == ci;
+    if gt == gi {
+        for c in ct.difference(&ci) {
+            differences.push(format!("missing the switch above {}", hosts_text(c)));
+        }
+        for c in ci.difference(&ct) {
+            differences.push(format!("extra switch above {}", hosts_text(c)));
+        }
+    }
+    Ok(Comparison {
+        leaf_groups: gt == gi,
+        unrooted,
+        rooted,
+        differences,
+    })
+}
+
 /// Shared-link query error rates `(false_positive, false_negative)` over `queries` random
 /// queries of four distinct hosts (0 when there are fewer than four hosts).
 pub fn shared_link_errors(

@@ -38,6 +38,7 @@
 //! code runs over MPI, an RTT matrix, or a simulated tree of any size.
 
 mod bandwidth;
+mod center;
 mod driver;
 mod export;
 mod fit;
@@ -162,6 +163,8 @@ pub struct Inferred {
     pub stats: InferStats,
     /// The bandwidth map, when one was built.
     pub bandwidth: Option<BandwidthMap>,
+    /// Every ping measurement, in the order taken (for latency fits, dumps and replays).
+    pub measurements: Vec<crate::probe::PairMeasurement>,
 }
 
 /// Why inference failed.
@@ -285,6 +288,9 @@ pub fn infer(prober: &mut dyn Prober, opts: &InferOptions) -> Result<Inferred, I
             main
         }
     };
+    // Root where the physical hierarchy has its top (see `center`), within the noise of one
+    // distance: the fitted link lengths the center is computed from are at least that good.
+    center::root_at_center(&mut main.tree, stats.noise_s);
     let bandwidth = match opts.bandwidth_bytes {
         Some(bytes) if n >= 2 => Some(bandwidth::measure(&mut run, &main.tree, bytes)?),
         _ => None,
@@ -295,6 +301,7 @@ pub fn infer(prober: &mut dyn Prober, opts: &InferOptions) -> Result<Inferred, I
         .map_err(|e| InferError::Internal(e.to_string()))?;
     main.tree = tree::WorkTree::default();
     stats.probe = run.prober.stats().clone();
+    let measurements = std::mem::take(&mut run.store.raw);
     log::debug!(
         "probing: {} rounds, {:.4} s measuring + {:.4} s coordinating",
         stats.probe.ping_rounds,
@@ -305,6 +312,7 @@ pub fn infer(prober: &mut dyn Prober, opts: &InferOptions) -> Result<Inferred, I
         topology,
         stats,
         bandwidth,
+        measurements,
     })
 }
 

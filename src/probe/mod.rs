@@ -22,6 +22,7 @@ mod ledger;
 mod matrix;
 mod noise;
 mod protocol;
+mod replay;
 mod rounds;
 mod sim;
 
@@ -29,6 +30,7 @@ pub use ledger::{ProbeLedger, ProbeStats};
 pub use matrix::MatrixProber;
 pub use noise::{LoadedHost, NoiseModel, NoiseSpec, Outliers};
 pub use protocol::{ping_pair, PairMeasurement, PingSpec};
+pub use replay::{ProbeDump, ReplayProber, DUMP_VERSION};
 pub use rounds::{check_round, matching_rounds, round_robin_rounds};
 pub use sim::{bandwidth_shares, host_vertices, SimProber};
 

@@ -53,11 +53,30 @@ const TAG_ROUND: c_int = 6;
 /// An initiator's result, leader -> coordinator.
 const TAG_RESULT: c_int = 7;
 
-/// Sleep between polls while waiting politely. Measured on the emulated cluster (9 hosts on 2
-/// cores, every pair measured, sets interleaved): 50 us and 1 ms wake-ups gave the same noise
-/// in the RTT matrix (0.2-0.4 us one-way), and 50 us probes 3.5x faster (each round's
-/// coordination crosses a tree of sleeping leaders).
-const POLITE_SLEEP: std::time::Duration = std::time::Duration::from_micros(50);
+/// Sleeps between polls while waiting politely: the first is short, each next one twice as
+/// long, up to the longest. A rank waiting for its next turn wakes often only while its turn is
+/// likely near.
+///
+/// Why not a fixed 50 us: on hosts emulated on two cores, seven bystanders waking every 50 us
+/// (each wake-up an `MPI_Iprobe` and its progress engine, a few microseconds of CPU) took about a
+/// third of the machine and preempted the measuring pair throughout: live probes read median
+/// round trips of 45-115 us against a 20-40 us floor, the minimum of 30 round trips stayed 1-3 us
+/// above it (the 3 us uplinks it must resolve), and the 3x3 demo cluster lost switches.
+const POLITE_SLEEP_MIN: std::time::Duration = std::time::Duration::from_micros(20);
+const POLITE_SLEEP_MAX: std::time::Duration = std::time::Duration::from_micros(1000);
+
+/// Exponential back-off for one polite wait.
+struct Backoff(std::time::Duration);
+
+impl Backoff {
+    fn new() -> Self {
+        Backoff(POLITE_SLEEP_MIN)
+    }
+    fn sleep(&mut self) {
+        std::thread::sleep(self.0);
+        self.0 = (self.0 * 2).min(POLITE_SLEEP_MAX);
+    }
+}
 
 /// What the coordinator asks one leader to do in one (sub-)round: `pair` is the leader's own,
 /// `total` the number of pairs measuring at the same time.
@@ -97,6 +116,7 @@ fn other(e: impl std::fmt::Display) -> Error {
 
 /// Wait for `req` without holding a CPU.
 fn wait_politely(req: &mut MPI_Request) -> Result<()> {
+    let mut backoff = Backoff::new();
     loop {
         let mut flag: c_int = 0;
         // SAFETY: an active request we own.
@@ -107,7 +127,7 @@ fn wait_politely(req: &mut MPI_Request) -> Result<()> {
         if flag != 0 {
             return Ok(());
         }
-        std::thread::sleep(POLITE_SLEEP);
+        backoff.sleep();
     }
 }
 
@@ -132,11 +152,12 @@ fn wait_yielding(req: &mut MPI_Request) -> Result<()> {
 /// Receive a whole message of unknown size from `src` with `tag`, waiting politely (a leader
 /// between rounds, the coordinator for results: neither measures meanwhile).
 fn recv_message(comm: MPI_Comm, src: c_int, tag: c_int) -> Result<Vec<u8>> {
+    let mut backoff = Backoff::new();
     let st = loop {
         if let Some(st) = raw::iprobe(src, tag, comm)? {
             break st;
         }
-        std::thread::sleep(POLITE_SLEEP);
+        backoff.sleep();
     };
     let len = raw::status_bytes(&st)?;
     let mut buf = vec![0u8; len.max(1) as usize];
@@ -624,6 +645,13 @@ fn coordinate(leaders: MPI_Comm, n: u32, hosts: &Hosts, cfg: &Config) -> Result<
     let done = p.finish();
     let inferred = inferred.map_err(|e| other(format!("inference failed: {e}")))?;
     done?;
+    if let Some(path) = &cfg.probe_dump {
+        let dump = crate::probe::ProbeDump::new(hosts.names.clone(), inferred.measurements.clone());
+        match std::fs::write(path, dump.to_json()) {
+            Ok(()) => log::info!("treecast: probe measurements written to {path}"),
+            Err(e) => log::warn!("treecast: cannot write the probe dump {path}: {e}"),
+        }
+    }
     let s = &inferred.stats.probe;
     log::info!(
         "treecast: probed {n} hosts in {:.3} s: {} ping rounds, {} pairs ({:.1}% of all), {} bandwidth rounds; \

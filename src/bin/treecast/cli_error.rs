@@ -8,6 +8,8 @@ pub enum CliError {
     Input(String),
     /// Failure while running: exit code 1.
     Failed(String),
+    /// A verdict already printed (e.g. "differs"): exit with this code, print nothing more.
+    Quiet(i32),
 }
 
 impl CliError {
@@ -15,6 +17,7 @@ impl CliError {
         match self {
             CliError::Input(_) => 2,
             CliError::Failed(_) => 1,
+            CliError::Quiet(code) => *code,
         }
     }
 }
@@ -23,6 +26,7 @@ impl fmt::Display for CliError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             CliError::Input(m) | CliError::Failed(m) => f.write_str(m),
+            CliError::Quiet(_) => Ok(()),
         }
     }
 }

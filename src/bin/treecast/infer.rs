@@ -4,6 +4,9 @@
 //! - `--rtt FILE.csv [--format json|slurm|dot|groups]`: the matrix acts as the prober (inference
 //!   asks for pairs as it would on a live job); a pair it needs but the matrix lacks is an error
 //!   naming the pair (exit 2).
+//! - `--replay DUMP.json [--format ...]`: a live probe's measurements (written by
+//!   `TREECAST_PROBE_DUMP`) replayed through the real protocol: each pair answers with its
+//!   recorded round trips in order.
 //! - `--model TOPOLOGY [--noise none|normal:sd_us=X|lomax:scale_us=X,alpha=A] [--seed S]
 //!   [--trials K] [--format text|json]`: `K` inferences against simulated RTTs of the model, each
 //!   scored (exact leaf-switch partition, shared-link query errors, pairs measured, rounds,
@@ -14,14 +17,17 @@ use crate::CliError;
 use serde::Serialize;
 use std::path::{Path, PathBuf};
 use treecast::infer::{infer, metrics, InferError, InferOptions, Strategy};
-use treecast::probe::{LoadedHost, MatrixProber, NoiseModel, NoiseSpec, Outliers, ProbeError};
+use treecast::probe::{LoadedHost, MatrixProber, NoiseModel, NoiseSpec, Outliers, ProbeDump, ProbeError, ReplayProber};
 use treecast::topology::{self, Format};
 
 #[derive(clap::Args)]
 pub struct Args {
     /// Infer from this RTT matrix (CSV, microseconds).
-    #[arg(long, conflicts_with = "model", required_unless_present = "model")]
+    #[arg(long, conflicts_with_all = ["model", "replay"], required_unless_present_any = ["model", "replay"])]
     rtt: Option<PathBuf>,
+    /// Infer from a live probe's recorded measurements (JSON written by TREECAST_PROBE_DUMP).
+    #[arg(long, conflicts_with = "model")]
+    replay: Option<PathBuf>,
     /// Evaluate inference against this model topology (JSON or Slurm topology.conf).
     #[arg(long)]
     model: Option<PathBuf>,
@@ -93,10 +99,13 @@ pub fn run(args: Args) -> Result<(), CliError> {
         bandwidth_bytes: args.bandwidth_bytes,
         ..InferOptions::default()
     };
-    match (&args.rtt, &args.model) {
-        (Some(file), None) => from_matrix(file, args.format.as_deref().unwrap_or("json"), &opts),
-        (None, Some(file)) => evaluate(file, &args, &opts),
-        _ => Err(CliError::Input("give either --rtt FILE.csv or --model TOPOLOGY".into())),
+    match (&args.rtt, &args.model, &args.replay) {
+        (Some(file), None, None) => from_matrix(file, args.format.as_deref().unwrap_or("json"), &opts),
+        (None, Some(file), None) => evaluate(file, &args, &opts),
+        (None, None, Some(file)) => from_replay(file, args.format.as_deref().unwrap_or("json"), &opts),
+        _ => Err(CliError::Input(
+            "give one of --rtt FILE.csv, --replay DUMP.json or --model TOPOLOGY".into(),
+        )),
     }
 }
 
@@ -130,6 +139,26 @@ fn from_matrix(file: &Path, format: &str, opts: &InferOptions) -> Result<(), Cli
         r.topology.vertices_of_kind(topology::VertexKind::Switch).len(),
         r.stats.probe.distinct_pairs,
         m.hosts.len() * m.hosts.len().saturating_sub(1) / 2
+    );
+    print!("{}", fmt.write(&r.topology));
+    Ok(())
+}
+
+fn from_replay(file: &Path, format: &str, opts: &InferOptions) -> Result<(), CliError> {
+    let fmt = Format::from_name(format)
+        .ok_or_else(|| CliError::Input(format!("--format: '{format}' is not one of json, slurm, dot, groups")))?;
+    let name = file.display().to_string();
+    let dump = ProbeDump::from_json(&read(file)?, &name).map_err(CliError::Input)?;
+    let mut prober = ReplayProber::new(&dump);
+    let mut opts = opts.clone();
+    opts.bandwidth_bytes = None;
+    let r = infer(&mut prober, &opts).map_err(infer_error)?;
+    log::info!(
+        "replayed {} measurements of {} hosts: {} switches; recorded round trips ran out {} time(s)",
+        dump.measurements.len(),
+        dump.hosts.len(),
+        r.topology.vertices_of_kind(topology::VertexKind::Switch).len(),
+        prober.reused()
     );
     print!("{}", fmt.write(&r.topology));
     Ok(())

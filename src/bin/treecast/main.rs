@@ -62,7 +62,9 @@ fn main() {
         Command::Topology(a) => topology::run(a),
     };
     if let Err(e) = result {
-        eprintln!("treecast: {e}");
+        if !matches!(e, cli_error::CliError::Quiet(_)) {
+            eprintln!("treecast: {e}");
+        }
         std::process::exit(e.exit_code());
     }
 }

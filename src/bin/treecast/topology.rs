@@ -4,6 +4,9 @@
 //!   --oversubscription K --latency-us X --bandwidth-gbps X --uplink-latency-us X --fanouts A,B]
 //!   [--format json|slurm|dot|groups] [--output FILE]`
 //! - `convert FILE [--format json|slurm|dot|groups] [--output FILE]` (input JSON or Slurm, by content)
+//! - `compare TRUTH INFERRED [--format text|json]`: leaf groups, unrooted tree and rooted
+//!   hierarchy of INFERRED against TRUTH; exit 0 when everything matches, 1 when something
+//!   differs (printed), 2 on bad input.
 //! - `examples DIR`: write the example files shipped in `topologies/` (regenerates them).
 
 use crate::CliError;
@@ -23,6 +26,9 @@ enum Cmd {
     Generate(Box<GenerateArgs>),
     /// Convert a topology file (JSON or Slurm topology.conf, detected by content).
     Convert(ConvertArgs),
+    /// Compare an inferred topology with the truth: leaf groups, tree, rooted hierarchy (exit 1
+    /// when they differ).
+    Compare(CompareArgs),
     /// Write the example topologies shipped with treecast into DIR.
     Examples {
         /// Output directory (created if missing).
@@ -79,6 +85,17 @@ struct ConvertArgs {
     output: Option<PathBuf>,
 }
 
+#[derive(clap::Args)]
+struct CompareArgs {
+    /// The true topology (JSON or Slurm topology.conf).
+    truth: PathBuf,
+    /// The inferred topology (JSON or Slurm topology.conf).
+    inferred: PathBuf,
+    /// text (one line) or json.
+    #[arg(long, default_value = "text", value_parser = ["text", "json"])]
+    format: String,
+}
+
 fn format(name: &str) -> Result<Format, CliError> {
     Format::from_name(name)
         .ok_or_else(|| CliError::Input(format!("--format: '{name}' is not one of json, slurm, dot, groups")))
@@ -116,6 +133,20 @@ pub fn run(args: Args) -> Result<(), CliError> {
             let fmt = format(&a.format)?;
             let t = load_file(&a.file)?;
             emit(&t, fmt, a.output.as_deref())
+        }
+        Cmd::Compare(a) => {
+            let (truth, inferred) = (load_file(&a.truth)?, load_file(&a.inferred)?);
+            let c = treecast::infer::metrics::compare(&truth, &inferred)?;
+            if a.format == "json" {
+                println!("{}", serde_json::to_string(&c).map_err(|e| CliError::Failed(e.to_string()))?);
+            } else {
+                println!("{}", c.summary());
+            }
+            if c.rooted && c.leaf_groups {
+                Ok(())
+            } else {
+                Err(CliError::Quiet(1))
+            }
         }
         Cmd::Examples { dir } => {
             std::fs::create_dir_all(&dir).map_err(|e| CliError::Failed(format!("{}: {e}", dir.display())))?;

@@ -1,0 +1,151 @@
+//! Recorded probe measurements: what a live job measured (`TREECAST_PROBE_DUMP`), and a
+//! prober that replays it (`treecast infer --replay`).
+//!
+//! Why: inference on a real network can only be improved with real data, and a live probe on
+//! a shared machine is never the same twice. A dump keeps every round trip of every pair, in
+//! order; replaying runs the real protocol ([`ping_pair`]) over each pair's recorded round
+//! trips, so a changed protocol (more sets, a different stop rule) or changed inference can be
+//! tried on the very measurements that misled the old one. A pair asked for more round trips
+//! than were recorded starts over from its first one (counted in [`ReplayProber::reused`]); a
+//! pair never measured is an error naming it.
+
+use super::{check_round, ping_pair, PairMeasurement, PingSpec, ProbeError, ProbeLedger, ProbeStats, Prober};
+use serde::{Deserialize, Serialize};
+use std::collections::HashMap;
+
+/// Version of the dump format.
+pub const DUMP_VERSION: u32 = 1;
+
+/// Everything a probe measured: host names and every pair measurement in the order taken.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ProbeDump {
+    pub version: u32,
+    pub hosts: Vec<String>,
+    pub measurements: Vec<PairMeasurement>,
+}
+
+impl ProbeDump {
+    pub fn new(hosts: Vec<String>, measurements: Vec<PairMeasurement>) -> ProbeDump {
+        ProbeDump {
+            version: DUMP_VERSION,
+            hosts,
+            measurements,
+        }
+    }
+
+    /// Parse a dump, checking that every measurement names hosts of the dump. `source` names
+    /// the file in errors.
+    pub fn from_json(text: &str, source: &str) -> Result<ProbeDump, String> {
+        let d: ProbeDump = serde_json::from_str(text).map_err(|e| format!("{source}: not a probe dump: {e}"))?;
+        if d.version != DUMP_VERSION {
+            return Err(format!(
+                "{source}: probe dump version {} (this treecast reads {DUMP_VERSION})",
+                d.version
+            ));
+        }
+        let n = d.hosts.len();
+        for (i, m) in d.measurements.iter().enumerate() {
+            if m.a >= n || m.b >= n || m.a == m.b {
+                return Err(format!(
+                    "{source}: measurement {i} is between hosts {} and {}, but the dump has {n} hosts",
+                    m.a, m.b
+                ));
+            }
+            let total: u64 = m.set_len.iter().map(|&l| l as u64).sum();
+            if total != m.samples_s.len() as u64 || m.samples_s.iter().any(|s| !s.is_finite() || *s <= 0.0) {
+                return Err(format!(
+                    "{source}: measurement {i} ({} / {}) has inconsistent sets or non-positive round trips",
+                    d.hosts[m.a], d.hosts[m.b]
+                ));
+            }
+        }
+        Ok(d)
+    }
+
+    pub fn to_json(&self) -> String {
+        serde_json::to_string(self).expect("a dump serializes")
+    }
+}
+
+/// A prober answering from a [`ProbeDump`].
+#[derive(Clone, Debug)]
+pub struct ReplayProber {
+    hosts: Vec<String>,
+    /// Each unordered pair's recorded round trips, in order, and the next one to hand out.
+    streams: HashMap<(usize, usize), (Vec<f64>, usize)>,
+    reused: u64,
+    ledger: ProbeLedger,
+}
+
+impl ReplayProber {
+    pub fn new(dump: &ProbeDump) -> ReplayProber {
+        let mut streams: HashMap<(usize, usize), (Vec<f64>, usize)> = HashMap::new();
+        for m in &dump.measurements {
+            let k = (m.a.min(m.b), m.a.max(m.b));
+            streams.entry(k).or_default().0.extend(&m.samples_s);
+        }
+        ReplayProber {
+            hosts: dump.hosts.clone(),
+            streams,
+            reused: 0,
+            ledger: ProbeLedger::new(dump.hosts.len()),
+        }
+    }
+
+    /// How many times a pair's recorded round trips ran out and started over.
+    pub fn reused(&self) -> u64 {
+        self.reused
+    }
+}
+
+impl Prober for ReplayProber {
+    fn num_hosts(&self) -> usize {
+        self.hosts.len()
+    }
+
+    fn host_name(&self, h: usize) -> &str {
+        &self.hosts[h]
+    }
+
+    fn ping_round(&mut self, pairs: &[(usize, usize)], spec: &PingSpec) -> Result<Vec<PairMeasurement>, ProbeError> {
+        check_round(self.hosts.len(), pairs)?;
+        let mut out = Vec::with_capacity(pairs.len());
+        let mut slowest = 0.0f64;
+        for &(a, b) in pairs {
+            let (hosts, reused) = (&self.hosts, &mut self.reused);
+            let (samples, next) = self.streams.get_mut(&(a.min(b), a.max(b))).ok_or_else(|| {
+                ProbeError::Missing(format!(
+                    "the probe dump has no measurement of {} / {}, which inference asks for",
+                    hosts[a], hosts[b]
+                ))
+            })?;
+            // Hand out the recorded round trips in order, starting over when they run out.
+            let m = ping_pair::<ProbeError>(a, b, spec, || {
+                if *next >= samples.len() {
+                    *next = 0;
+                    *reused += 1;
+                }
+                let t = samples[*next];
+                *next += 1;
+                Ok(t)
+            })?;
+            slowest = slowest.max(m.duration_s());
+            out.push(m);
+        }
+        self.ledger.ping_round(pairs, slowest, 0.0);
+        Ok(out)
+    }
+
+    fn bandwidth_round(&mut self, pairs: &[(usize, usize)], _bytes: u64) -> Result<Vec<f64>, ProbeError> {
+        let (a, b) = pairs.first().copied().unwrap_or((0, 0));
+        Err(ProbeError::Missing(format!(
+            "a probe dump holds no bandwidth measurements (asked for {} / {}); replay without the bandwidth map",
+            self.hosts.get(a).map_or("?", String::as_str),
+            self.hosts.get(b).map_or("?", String::as_str)
+        )))
+    }
+
+    fn stats(&self) -> &ProbeStats {
+        self.ledger.stats()
+    }
+}
