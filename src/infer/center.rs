@@ -10,10 +10,10 @@
 //! to any switch with hosts below it: the midpoint of the longest path between two such
 //! switches (in a tree the center of a set of vertices is unique and lies there). Host links
 //! are left out on purpose: a loaded host or a slow NIC lengthens its own link by tens of
-//! microseconds, which says nothing about where the core is. When a switch's own largest
-//! latency is within `tol` of the optimum (the midpoint is that close to it, within the noise
-//! of the fitted link lengths) the tree is rooted at the switch; otherwise the midpoint is
-//! inside a link, and a top switch is inserted there — as where two leaf switches hang from a
+//! microseconds, which says nothing about where the core is. When the midpoint lies in the
+//! outer thirds of a link, or within `tol` of an end (fitted link lengths carry errors of their
+//! own), the tree is rooted at the nearer switch; when it lies in the middle third, a top
+//! switch is inserted there — as where two leaf switches hang from a
 //! core switch that joins nothing else, which RTTs cannot see but whose position they do pin
 //! down.
 //!
@@ -41,8 +41,9 @@ fn farthest(t: &WorkTree, from: usize, among: &[usize]) -> Option<(usize, f64)> 
         .max_by(|a, b| a.1.total_cmp(&b.1).then(b.0.cmp(&a.0)))
 }
 
-/// Root `t` at its center (see the module documentation), snapping to a switch whose
-/// eccentricity is within `tol` (seconds; at least 1 ns, for rounding) of the center's.
+/// Root `t` at its center (see the module documentation), snapping to the nearer end of the
+/// link holding it unless it lies in the link's middle third and farther than `tol` (seconds;
+/// at least 1 ns, for rounding) from both ends.
 /// Returns the new root vertex, which is a switch inserted on a link when no switch is close
 /// enough. Trees of fewer than two hosts are left alone.
 pub(crate) fn root_at_center(t: &mut WorkTree, tol: f64) -> Option<usize> {
@@ -66,26 +67,23 @@ pub(crate) fn root_at_center(t: &mut WorkTree, tol: f64) -> Option<usize> {
     // The link holding the midpoint: its ends (in u -> v order), where along it the midpoint
     // lies, and its length. `path` lists the vertices from u with their distance from u.
     let path = t.path(u, v);
-    let eccentricity = |x: usize| farthest(t, x, &leaves).map_or(0.0, |(_, d)| d);
-    // Best switch on the path (a switch off it is farther from one end still).
-    let (best, ecc) = path
-        .iter()
-        .map(|&(x, _)| (x, eccentricity(x)))
-        .min_by(|p, q| p.1.total_cmp(&q.1).then(p.0.cmp(&q.0)))?;
-    let root = if ecc - half <= tol {
-        best
+    let (a, b, into, len) = path
+        .windows(2)
+        .find(|w| w[1].1 >= half)
+        .map(|w| (w[0].0, w[1].0, half - w[0].1, w[1].1 - w[0].1))?;
+    // Snap to an end of the link unless the midpoint is in its middle third (and farther than
+    // `tol` from both ends): fitted link lengths carry errors of their own, so a midpoint a
+    // little inside a link says "this switch", one well inside it says "a switch here".
+    let snap = tol.max(len / 3.0);
+    let root = if into <= snap && into <= len - into {
+        a
+    } else if len - into <= snap {
+        b
+    } else if t.parent(a) == Some(b) {
+        t.split(a, into)
     } else {
-        let (a, b, into, len) = path
-            .windows(2)
-            .find(|w| w[1].1 >= half)
-            .map(|w| (w[0].0, w[1].0, half - w[0].1, w[1].1 - w[0].1))?;
-        // Insert a switch inside the link a-b (one of them is the other's parent).
-        if t.parent(a) == Some(b) {
-            t.split(a, into)
-        } else {
-            debug_assert_eq!(t.parent(b), Some(a));
-            t.split(b, len - into)
-        }
+        debug_assert_eq!(t.parent(b), Some(a));
+        t.split(b, len - into)
     };
     t.reroot(root);
     Some(root)
@@ -150,10 +148,15 @@ mod tests {
         let r = root_at_center(&mut t, 0.5e-6).unwrap();
         assert_eq!(t.switches().count(), switches, "no switch inserted");
         assert_eq!(t.children(r).len(), 3);
-        // With no tolerance a switch is inserted on the longest uplink instead.
-        let mut t = three_by_three([1.8e-6, 2.2e-6, 2.0e-6]);
-        root_at_center(&mut t, 0.0).unwrap();
+        // A midpoint in the middle third of a link is a switch of its own: uplinks 1 / 4 / 1 us
+        // put it 2.5 us up the 4 us link, 1.5 us from the core.
+        let mut t = three_by_three([1e-6, 4e-6, 1e-6]);
+        root_at_center(&mut t, 0.5e-6).unwrap();
         assert_eq!(t.switches().count(), switches + 1);
+        let r = t.root();
+        let mut groups: Vec<Vec<usize>> = t.children(r).iter().map(|&c| hosts_below(&t, c)).collect();
+        groups.sort();
+        assert_eq!(groups, vec![vec![0, 1, 2, 6, 7, 8], vec![3, 4, 5]]);
     }
 
     #[test]

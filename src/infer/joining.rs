@@ -37,11 +37,44 @@ use crate::util::rng::Rng;
 /// Quartets sampled for the noise estimate when there are more than this many.
 const MAX_QUARTETS: usize = 20_000;
 
-/// The outcome of [`join`]: the tree, the estimated noise of one distance and the threshold.
+/// The outcome of [`join`]: the tree, the estimated noise of one distance and the threshold,
+/// and the evidence behind every switch-to-switch link kept or contracted.
 pub(crate) struct Joined {
     pub tree: WorkTree,
     pub noise_s: f64,
     pub threshold_s: f64,
+    /// Each switch-to-switch link of the final tree: the vertex below it and its evidence.
+    pub kept: Vec<(usize, f64)>,
+    /// Each link contracted for lack of evidence, shortest first.
+    pub merged: Vec<Merged>,
+}
+
+/// A switch-to-switch link that [`join`] contracted.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct Merged {
+    /// Hosts below the link (on the side away from the tree's root when it was contracted).
+    pub hosts_below: Vec<usize>,
+    pub len_s: f64,
+    /// Its evidence (see [`link_evidence`]).
+    pub evidence: f64,
+}
+
+/// Evidence at or above which a link is kept: beyond the 99.9% point of chi-square with one
+/// degree of freedom (10.8), since the link tested is the shortest of several and the noise
+/// variances are themselves estimates.
+pub(crate) const KEEP_EVIDENCE: f64 = 16.0;
+
+/// The confidence in a decision about a link with evidence `e` (see [`link_evidence`]): for a
+/// kept link, one minus the probability that noise alone would improve the fit that much
+/// (chi-square, one degree of freedom); for a contracted one, that probability itself. Between
+/// the two (evidence near [`KEEP_EVIDENCE`]) neither decision is safe.
+pub(crate) fn confidence(evidence: f64, kept: bool) -> f64 {
+    let p = statrs::function::erf::erfc((evidence.max(0.0) / 2.0).sqrt());
+    if kept {
+        1.0 - p
+    } else {
+        p
+    }
 }
 
 /// Estimated noise (standard deviation) of one distance of `d` from the four-point condition.
@@ -166,15 +199,69 @@ fn fit(tree: &mut WorkTree, n: usize, d: &dyn Fn(usize, usize) -> f64, w: &dyn F
     let mut obs = Vec::with_capacity(n * (n - 1) / 2);
     for a in 0..n {
         for b in (a + 1)..n {
-            if let (Some(va), Some(vb)) = (tree.vertex_of(a), tree.vertex_of(b)) {
-                obs.push((va, vb, d(a, b), w(a, b)));
-            }
+            obs.push((a, b, d(a, b), w(a, b)));
         }
     }
-    fit_links_weighted(tree, &obs, 400);
-    obs.iter()
+    fit_hosts(tree, &obs)
+}
+
+/// [`fit`] over observations in host terms: (host, host, distance, weight). Hosts not in the
+/// tree are skipped. Returns the weighted residual sum of squares.
+pub(crate) fn fit_hosts(tree: &mut WorkTree, obs: &[(usize, usize, f64, f64)]) -> f64 {
+    let vobs: Vec<(usize, usize, f64, f64)> = obs
+        .iter()
+        .filter_map(|&(a, b, x, w)| Some((tree.vertex_of(a)?, tree.vertex_of(b)?, x, w)))
+        .collect();
+    fit_links_weighted(tree, &vobs, 400);
+    vobs.iter()
         .map(|&(va, vb, x, wt)| wt * (x - tree.dist(va, vb)).powi(2))
         .sum()
+}
+
+/// Links of `tree` between two switches, each named by its lower vertex.
+fn switch_links(tree: &WorkTree) -> Vec<usize> {
+    tree.switches()
+        .filter(|&v| tree.parent(v).is_some_and(|p| !tree.is_host(p)))
+        .collect()
+}
+
+/// The residual variance factor of a fit: weighted RSS per degree of freedom, at least one (the
+/// weights are estimates; where they are too optimistic every statistic is scaled back).
+fn variance_factor(tree: &WorkTree, observations: usize, rss: f64) -> f64 {
+    let links = tree.vertices().filter(|&v| tree.parent(v).is_some()).count();
+    let dof = observations.saturating_sub(links).max(1) as f64;
+    (rss / dof).max(1.0)
+}
+
+/// Evidence for each switch-to-switch link of `tree` (named by its lower vertex): how much the
+/// weighted residual sum of squares of the fit to `obs` grows when the link is contracted, in
+/// units of the fit's variance factor — a chi-square statistic with one degree of freedom when
+/// the link is not real. The tree's link lengths are refitted to `obs` first.
+pub(crate) fn link_evidence(tree: &mut WorkTree, obs: &[(usize, usize, f64, f64)]) -> Vec<(usize, f64)> {
+    let rss = fit_hosts(tree, obs);
+    let factor = variance_factor(tree, obs.len(), rss);
+    switch_links(tree)
+        .into_iter()
+        .map(|v| {
+            let mut trial = tree.clone();
+            trial.merge_into_parent(v);
+            (v, (fit_hosts(&mut trial, obs) - rss) / factor)
+        })
+        .collect()
+}
+
+/// Hosts below vertex `v`.
+pub(crate) fn hosts_below(tree: &WorkTree, v: usize) -> Vec<usize> {
+    let mut out = Vec::new();
+    let mut stack = vec![v];
+    while let Some(x) = stack.pop() {
+        if let Some(h) = tree.host_of(x) {
+            out.push(h);
+        }
+        stack.extend(tree.children(x).iter().copied());
+    }
+    out.sort_unstable();
+    out
 }
 
 /// Noise variance of each host's distances: a robust mean square of its row's residuals
@@ -199,40 +286,31 @@ fn host_variances(tree: &WorkTree, n: usize, d: &dyn Fn(usize, usize) -> f64, fl
         .collect()
 }
 
-/// A contraction is accepted while it raises the weighted residual sum of squares by less than
-/// this: beyond the 99.9% point of chi-square with one degree of freedom (10.8), since the link
-/// tested is the shortest of several and the noise variances are themselves estimates.
-const CONTRACT_CHI2: f64 = 16.0;
-
 /// Contract switch-to-switch links, shortest first, while the tree without the link explains
-/// the matrix as well within the noise: the weighted residual sum of squares may grow by at most
-/// [`CONTRACT_CHI2`] (times the residual variance factor of the current fit when that exceeds
-/// one). Returns the cut between the longest contracted and the shortest kept link (`None`
-/// when nothing was contracted).
+/// the matrix as well within the noise: its evidence ([`link_evidence`]) stays below
+/// [`KEEP_EVIDENCE`]. Returns what was contracted, shortest first.
 fn contract_by_fit(
     tree: &mut WorkTree,
     n: usize,
     d: &dyn Fn(usize, usize) -> f64,
     w: &dyn Fn(usize, usize) -> f64,
-) -> Option<f64> {
+) -> Vec<Merged> {
     let obs = n * (n - 1) / 2;
-    let links = |t: &WorkTree| t.vertices().filter(|&v| t.parent(v).is_some()).count();
     let mut rss = fit(tree, n, d, w);
-    let mut longest_merged: Option<f64> = None;
+    let mut merged = Vec::new();
     loop {
-        let shortest = tree
-            .switches()
-            .filter(|&v| tree.parent(v).is_some_and(|p| !tree.is_host(p)))
+        let shortest = switch_links(tree)
+            .into_iter()
             .min_by(|&a, &b| tree.len(a).total_cmp(&tree.len(b)));
         let Some(v) = shortest else { break };
         let len = tree.len(v);
-        let dof = obs.saturating_sub(links(tree)).max(1) as f64;
-        let factor = (rss / dof).max(1.0);
+        let factor = variance_factor(tree, obs, rss);
         let mut trial = tree.clone();
         trial.merge_into_parent(v);
         let trial_rss = fit(&mut trial, n, d, w);
-        if trial_rss - rss > CONTRACT_CHI2 * factor {
-            return longest_merged.map(|m| (m + len) / 2.0);
+        let evidence = (trial_rss - rss) / factor;
+        if evidence > KEEP_EVIDENCE {
+            break;
         }
         log::trace!(
             "contracting a {:.3} us switch link: weighted RSS {:.2} -> {:.2}",
@@ -240,11 +318,15 @@ fn contract_by_fit(
             rss,
             trial_rss
         );
+        merged.push(Merged {
+            hosts_below: hosts_below(tree, v),
+            len_s: len,
+            evidence,
+        });
         *tree = trial;
         rss = trial_rss;
-        longest_merged = Some(longest_merged.map_or(len, |m: f64| m.max(len)));
     }
-    longest_merged
+    merged
 }
 
 /// Join the `n` hosts of a complete one-way distance matrix `d` (seconds) into a tree.
@@ -261,6 +343,8 @@ pub(crate) fn join(n: usize, d: &dyn Fn(usize, usize) -> f64) -> Joined {
             tree,
             noise_s: 0.0,
             threshold_s: 0.0,
+            kept: Vec::new(),
+            merged: Vec::new(),
         };
     }
     let sigma = four_point_noise(n, d);
@@ -270,7 +354,7 @@ pub(crate) fn join(n: usize, d: &dyn Fn(usize, usize) -> f64) -> Joined {
     let root = (0..n).min_by(|&a, &b| total(a).total_cmp(&total(b))).unwrap_or(0);
     // Scale of the network: a noise-free matrix has sigma 0, and exact ties must still join.
     let scale = (total(root) / (n - 1) as f64).max(1e-12);
-    let delta = (2.0 * sigma).max(1e-9 * scale);
+    let delta = (1.0 * sigma).max(1e-9 * scale);
     let nodes = rnj(n, d, root, delta);
     tree.build_rooted(root, &rooted_links(&nodes, n, root));
     // Noise variance per pair from per-host variances of the first fit (see `host_variances`),
@@ -280,11 +364,28 @@ pub(crate) fn join(n: usize, d: &dyn Fn(usize, usize) -> f64) -> Joined {
     fit(&mut tree, n, d, &unit);
     let var = host_variances(&tree, n, d, floor);
     let w = |a: usize, b: usize| 1.0 / ((var[a] + var[b]) / 2.0).max(floor);
-    let cut = contract_by_fit(&mut tree, n, d, &w);
+    let merged = contract_by_fit(&mut tree, n, d, &w);
+    let mut obs = Vec::with_capacity(n * (n - 1) / 2);
+    for a in 0..n {
+        for b in (a + 1)..n {
+            obs.push((a, b, d(a, b), w(a, b)));
+        }
+    }
+    let kept = link_evidence(&mut tree, &obs);
+    // The cut between the longest contracted and the shortest kept link.
+    let longest_merged = merged.iter().map(|m| m.len_s).fold(None, |a: Option<f64>, l| Some(a.map_or(l, |a| a.max(l))));
+    let shortest_kept = kept.iter().map(|&(v, _)| tree.len(v)).fold(f64::INFINITY, f64::min);
+    let threshold_s = match longest_merged {
+        Some(m) if shortest_kept.is_finite() => (m + shortest_kept) / 2.0,
+        Some(m) => m,
+        None => delta,
+    };
     Joined {
         tree,
         noise_s: sigma,
-        threshold_s: cut.unwrap_or(delta),
+        threshold_s,
+        kept,
+        merged,
     }
 }
 

@@ -187,7 +187,9 @@ pub fn same_tree(truth: &Topology, inferred: &Topology, tol_s: f64) -> Result<()
 
 /// Host-name sets below each switch of `t`'s rooted hierarchy (rooted at its anchor, the top
 /// switch every output format starts from), deduplicated: a chain of switches with the same
-/// hosts below is one level of the hierarchy. Includes the set of all hosts (the top).
+/// hosts below is one level of the hierarchy. Includes the set of all hosts (the top); leaves
+/// out single hosts, since a switch above one host only cannot be told from its host link in
+/// round-trip times (the same reduction as [`logical_host_tree`]).
 pub fn rooted_clusters(t: &Topology) -> std::collections::BTreeSet<Vec<String>> {
     let hosts: HashSet<usize> = host_vertices(t).into_iter().collect();
     let mut out = std::collections::BTreeSet::new();
@@ -198,7 +200,7 @@ pub fn rooted_clusters(t: &Topology) -> std::collections::BTreeSet<Vec<String>> 
             .filter(|v| hosts.contains(v))
             .map(|v| t.vertex(v).name.clone())
             .collect();
-        if below.is_empty() {
+        if below.len() < 2 {
             continue;
         }
         below.sort();

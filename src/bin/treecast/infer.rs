@@ -65,6 +65,12 @@ pub struct Args {
     /// Shared-link queries per trial.
     #[arg(long, default_value_t = 100_000)]
     queries: usize,
+    /// Sets per pair of the ping-pong protocol (each gives one minimum; default 3).
+    #[arg(long)]
+    sets: Option<u32>,
+    /// Most round trips per set (default 30).
+    #[arg(long)]
+    round_trips: Option<u32>,
     /// Also build the staged bandwidth map with transfers of this many bytes.
     #[arg(long)]
     bandwidth_bytes: Option<u64>,
@@ -91,8 +97,22 @@ pub fn run(args: Args) -> Result<(), CliError> {
             )))
         }
     };
+    let mut ping = treecast::probe::PingSpec::default();
+    if let Some(k) = args.sets {
+        if k == 0 {
+            return Err(CliError::Input("--sets must be at least 1".into()));
+        }
+        ping.sets = k;
+    }
+    if let Some(k) = args.round_trips {
+        if k == 0 {
+            return Err(CliError::Input("--round-trips must be at least 1".into()));
+        }
+        ping.max_round_trips = k;
+    }
     let opts = InferOptions {
         strategy,
+        ping,
         seed: args.seed,
         locality_hint: !args.no_hint,
         far_rtt_s,
