@@ -61,7 +61,14 @@ echo "== 1. the tree treecast inferred from RTTs (treecast probe under mpirun; t
 echo "      s0: h000-h002, s1: h003-h005, s2: h006-h008, uplinks 300 Mbit/s)"
 "${emu[@]}" mpirun "${yield[@]}" -x TREECAST_LOG=info target/release/treecast probe --save "$work/tree.json" \
   2>"$work/probe.log"
-grep -E "probed|hosts run on" "$work/probe.log" | sed 's/^.*treecast: /   log: /' | sort -u
+grep -E "probed|hosts run on|inferred|uncertain|no structure" "$work/probe.log" | sed 's/^.*treecast: /   log: /' | sort -u
+# Is it right? Compare with the cluster as emulated (leaf groups, tree, rooted hierarchy).
+"${emu[@]}" truth >"$work/truth"
+if verdict=$(target/release/treecast topology compare "$work/truth" "$work/tree.json"); then
+  echo "   check: the inferred tree matches the emulated cluster ($verdict)"
+else
+  echo "   check: the inferred tree does NOT match the emulated cluster: $verdict"
+fi
 
 echo
 echo "== 2. the plan topo_bcast runs for 4 MiB from rank 0 on that tree"

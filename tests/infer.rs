@@ -195,6 +195,41 @@ fn a_loaded_host_stays_under_its_switch() {
 }
 
 #[test]
+fn a_slow_uplink_is_rated_on_the_uplink_not_on_a_host_link() {
+    // The emulated clusters: 10 Gbit/s host links, uplinks shaped to 300 Mbit/s (37.5 MB/s).
+    // Every host link must come out fast and every switch-to-switch link slow, whichever host
+    // happened to measure the uplink (with two leaf switches the tree's top is inserted between
+    // them, and both halves of that link carry the uplink's rate).
+    for (switches, hosts) in [(2, 4), (3, 3), (2, 3), (4, 2)] {
+        let t = treecast::topology::gen::Tree::emulated(switches, hosts)
+            .build()
+            .unwrap();
+        let r = run(
+            &t,
+            NoiseModel::default(),
+            1,
+            InferOptions {
+                bandwidth_bytes: Some(1 << 20),
+                ..InferOptions::default()
+            },
+        );
+        let inf = &r.topology;
+        for l in inf.links() {
+            let (a, b) = (inf.vertex(l.a), inf.vertex(l.b));
+            let uplink = a.kind == VertexKind::Switch && b.kind == VertexKind::Switch;
+            let want = if uplink { 3.75e7 } else { 1.25e9 };
+            assert!(
+                (l.ab.bandwidth_bps - want).abs() < 1e-6 * want,
+                "{switches}x{hosts}: {}-{}: {} B/s, want {want}",
+                a.name,
+                b.name,
+                l.ab.bandwidth_bps
+            );
+        }
+    }
+}
+
+#[test]
 fn bandwidth_map_finds_link_speeds() {
     // 4 leaf switches x 4 hosts on 10 Gbit/s (1.25e9 B/s); uplinks 4:1 oversubscribed carry
     // 10 Gbit/s, 8:1 carry 5 Gbit/s. (With faster uplinks than host links, the host links would

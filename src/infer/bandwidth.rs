@@ -1,19 +1,28 @@
-//! The staged, concurrent bandwidth map (seed 002 section 6.1).
+//! The staged, concurrent bandwidth map (seed 002 section 6.1), with every link rated by the
+//! fastest transfer that crossed it.
 //!
 //! Concurrent transfers that share a bottleneck disturb each other, so without a tree bandwidth
 //! must be measured pair after pair. With the tree, links are measured bottom-up in stages:
-//! root the tree at its centre (fewest stages); stage i handles the switches at depth h - i.
-//! At switch X with children C1..Cp, one representative host per child (the child itself if it
-//! is a host, else the host of its subtree with the highest bandwidth up to the child according
-//! to the deeper stages already measured) is paired with another child's representative; the
-//! p/2 transfers of every switch of the stage run in one round — their paths stay inside
-//! disjoint subtrees, so they share no link. An odd one out is measured in a second round
-//! against the best-connected representative of its switch. A pair's rate is assigned to the
-//! links X-Ci and X-Cj. Every host takes part in at most two transfers per stage, so the map
-//! costs O(depth) rounds.
+//! the tree is rooted at its center (see `center`), and stage i handles the switches at depth
+//! h - i. At switch X with children C1..Cp, one representative host per child (the child itself
+//! if it is a host, else the host of its subtree with the highest known rate up to the child,
+//! from the deeper stages) transfers to another child's representative; the transfers of every
+//! switch of a stage run in one round, since their paths stay inside disjoint subtrees.
 //!
-//! Limitation kept from the paper: a slow deep link hides a faster shallow one (the shallow
-//! link is then assigned the deep link's rate, a lower bound).
+//! **Attribution.** A transfer's rate is what the slowest link of its path allows, so it is a
+//! lower bound on the rate of *every* link it crossed, and says nothing more about which of
+//! them is the slow one. Each link is therefore rated by the fastest transfer that crossed it,
+//! and every child of a switch takes part in two transfers with two different partners (pairs
+//! (C1,C2), (C3,C4), ... in one round, (C2,C3), ..., (Cp,C1) in the next), host children paired
+//! with host children first: a fast host link then always meets a fast partner, and a slow
+//! uplink cannot stick to the host link of whichever host happened to measure it (which the
+//! paper's rule — the pair's rate to both of its links at X — did, putting a 200 Mbit/s uplink's
+//! rate on an unshaped host link). A switch with two children gives both links the one rate;
+//! the two are in series on every path between them, so plans see the same either way.
+//!
+//! Every host takes part in at most two transfers per stage, so the map costs O(depth) rounds.
+//! Limitation kept from the paper: a link crossed only by transfers that a slower link limits
+//! gets that slower rate (a lower bound).
 
 use super::driver::Run;
 use super::tree::WorkTree;
@@ -37,21 +46,36 @@ pub struct BandwidthMap {
     pub(crate) per_link: HashMap<usize, f64>,
 }
 
-/// Build the map over `run.tree` with transfers of `bytes`.
+/// The links (named by their lower vertex) on the path between vertices `u` and `w`.
+fn path_links(t: &WorkTree, u: usize, w: usize) -> Vec<usize> {
+    t.path(u, w)
+        .windows(2)
+        .map(|p| {
+            let (x, y) = (p[0].0, p[1].0);
+            if t.parent(x) == Some(y) {
+                x
+            } else {
+                y
+            }
+        })
+        .collect()
+}
+
+/// Build the map over `t` (rooted at its center) with transfers of `bytes`.
 pub(crate) fn measure(run: &mut Run, t: &WorkTree, bytes: u64) -> Result<BandwidthMap, InferError> {
-    let centre = centre(t);
-    // Rooted view at the centre: parent and children by BFS.
-    let (parent, order) = bfs(t, centre);
+    // Depth of every vertex below the root.
     let mut depth: HashMap<usize, usize> = HashMap::new();
-    for &v in &order {
-        let d = parent[&v].map_or(0, |p| depth[&p] + 1);
-        depth.insert(v, d);
+    let mut order = vec![t.root()];
+    depth.insert(t.root(), 0);
+    let mut i = 0;
+    while i < order.len() {
+        let v = order[i];
+        for &c in t.children(v) {
+            depth.insert(c, depth[&v] + 1);
+            order.push(c);
+        }
+        i += 1;
     }
-    let children = |v: usize| -> Vec<usize> {
-        let mut c: Vec<usize> = t.neighbors(v).into_iter().filter(|w| parent[w] == Some(v)).collect();
-        c.sort_unstable();
-        c
-    };
     let height = order
         .iter()
         .filter(|&&v| !t.is_host(v))
@@ -63,7 +87,7 @@ pub(crate) fn measure(run: &mut Run, t: &WorkTree, bytes: u64) -> Result<Bandwid
         bytes,
         ..BandwidthMap::default()
     };
-    // Link rate keyed by the lower vertex (in the centre rooting).
+    // Best rate seen on the link above each vertex.
     let mut rate: HashMap<usize, f64> = HashMap::new();
     for stage_depth in (0..=height).rev() {
         let switches: Vec<usize> = order
@@ -71,67 +95,45 @@ pub(crate) fn measure(run: &mut Run, t: &WorkTree, bytes: u64) -> Result<Bandwid
             .copied()
             .filter(|&v| !t.is_host(v) && depth[&v] == stage_depth)
             .collect();
-        let mut first: Vec<(usize, usize, usize, usize)> = Vec::new(); // (host a, host b, child a, child b)
-        let mut second: Vec<(usize, usize, usize)> = Vec::new(); // (host a, host b, child a)
+        // The two rounds of the stage: (host a, host b) transfers.
+        let mut rounds: [Vec<(usize, usize)>; 2] = [Vec::new(), Vec::new()];
         for &x in &switches {
-            let kids = children(x);
-            let reps: Vec<(usize, usize, f64)> = kids
-                .iter()
-                .map(|&c| {
-                    let (h, bw) = representative(t, c, &rate, &children);
-                    (c, h, bw)
-                })
-                .collect();
-            for pair in reps.chunks(2) {
-                if let [(ca, ha, _), (cb, hb, _)] = pair {
-                    first.push((*ha, *hb, *ca, *cb));
+            // Host children first (in id order), then switch children.
+            let mut kids: Vec<usize> = t.children(x).to_vec();
+            kids.sort_by_key(|&c| (!t.is_host(c), c));
+            let reps: Vec<usize> = kids.iter().map(|&c| representative(t, c, &rate)).collect();
+            let k = reps.len();
+            for j in (0..k.saturating_sub(1)).step_by(2) {
+                rounds[0].push((reps[j], reps[j + 1]));
+            }
+            if k >= 3 {
+                for j in (1..k).step_by(2) {
+                    rounds[1].push((reps[j], reps[(j + 1) % k]));
                 }
             }
-            if reps.len() % 2 == 1 && reps.len() >= 3 {
-                let (c_odd, h_odd, _) = reps[reps.len() - 1];
-                let partner = reps[..reps.len() - 1]
-                    .iter()
-                    .max_by(|a, b| a.2.total_cmp(&b.2).then(b.0.cmp(&a.0)))
-                    .unwrap();
-                second.push((h_odd, partner.1, c_odd));
-            }
         }
-        if !first.is_empty() {
-            let pairs: Vec<(usize, usize)> = first.iter().map(|p| (p.0, p.1)).collect();
-            let r = run.prober.bandwidth_round(&pairs, bytes)?;
+        for pairs in rounds.iter().filter(|r| !r.is_empty()) {
+            let r = run.prober.bandwidth_round(pairs, bytes)?;
             map.rounds += 1;
             map.transfers += pairs.len();
-            for (p, bw) in first.iter().zip(r) {
-                rate.insert(p.2, bw);
-                rate.insert(p.3, bw);
-            }
-        }
-        if !second.is_empty() {
-            let pairs: Vec<(usize, usize)> = second.iter().map(|p| (p.0, p.1)).collect();
-            let r = run.prober.bandwidth_round(&pairs, bytes)?;
-            map.rounds += 1;
-            map.transfers += pairs.len();
-            for (p, bw) in second.iter().zip(r) {
-                rate.insert(p.2, bw);
+            for (&(a, b), bw) in pairs.iter().zip(r) {
+                let (Some(va), Some(vb)) = (t.vertex_of(a), t.vertex_of(b)) else {
+                    continue;
+                };
+                for l in path_links(t, va, vb) {
+                    let e = rate.entry(l).or_insert(0.0);
+                    *e = e.max(bw);
+                }
             }
         }
     }
-    // Re-key by the working tree's own rooting (the link above each vertex).
-    for (v, bw) in rate {
-        let p = parent[&v].expect("rated vertices have a parent in the centre rooting");
-        let lower = if t.parent(v) == Some(p) { v } else { p };
-        map.per_link.insert(lower, bw);
-    }
+    map.per_link = rate;
     Ok(map)
 }
 
-/// The host of `c`'s subtree (centre rooting) with the best known rate up to `c`, and that rate.
-fn representative(
-    t: &WorkTree,
-    c: usize,
-    rate: &HashMap<usize, f64>,
-    children: &dyn Fn(usize) -> Vec<usize>,
-) -> (usize, f64) {
+/// The host of `c`'s subtree with the best known rate up to `c` (ties: shorter latency, then
+/// smaller id).
+fn representative(t: &WorkTree, c: usize, rate: &HashMap<usize, f64>) -> usize {
     let mut best: Option<(usize, f64, f64)> = None; // (host, rate, latency)
     let mut stack = vec![(c, f64::INFINITY, 0.0)];
     while let Some((v, bw, lat)) = stack.pop() {
@@ -142,49 +144,10 @@ fn representative(
             }
             continue;
         }
-        for k in children(v) {
+        for &k in t.children(v) {
             let r = rate.get(&k).copied().unwrap_or(f64::INFINITY);
-            stack.push((k, bw.min(r), lat + t.link_len(v, k)));
+            stack.push((k, bw.min(r), lat + t.len(k)));
         }
     }
-    let (h, bw, _) = best.expect("every subtree holds a host");
-    (h, bw)
-}
-
-/// The switch with the smallest eccentricity in hops (ties: smallest id).
-fn centre(t: &WorkTree) -> usize {
-    let mut best = (usize::MAX, t.root());
-    for s in t.switches() {
-        let (parent, order) = bfs(t, s);
-        let mut depth: HashMap<usize, usize> = HashMap::new();
-        let mut ecc = 0;
-        for &v in &order {
-            let d = parent[&v].map_or(0, |p| depth[&p] + 1);
-            depth.insert(v, d);
-            ecc = ecc.max(d);
-        }
-        if ecc < best.0 {
-            best = (ecc, s);
-        }
-    }
-    best.1
-}
-
-/// Breadth-first order from `r` with parent pointers.
-fn bfs(t: &WorkTree, r: usize) -> (HashMap<usize, Option<usize>>, Vec<usize>) {
-    let mut parent = HashMap::new();
-    parent.insert(r, None);
-    let mut order = vec![r];
-    let mut i = 0;
-    while i < order.len() {
-        let v = order[i];
-        for w in t.neighbors(v) {
-            if let std::collections::hash_map::Entry::Vacant(e) = parent.entry(w) {
-                e.insert(Some(v));
-                order.push(w);
-            }
-        }
-        i += 1;
-    }
-    (parent, order)
+    best.expect("every subtree holds a host").0
 }

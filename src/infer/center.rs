@@ -132,7 +132,10 @@ mod tests {
         let mut t = three_by_three([2e-6; 3]);
         assert_eq!(hosts_below(&t, t.root()).len(), 9);
         let leaf = t.root();
-        assert!(t.children(leaf).iter().filter(|&&c| t.is_host(c)).count() == 3, "starts at a leaf switch");
+        assert!(
+            t.children(leaf).iter().filter(|&&c| t.is_host(c)).count() == 3,
+            "starts at a leaf switch"
+        );
         let r = root_at_center(&mut t, 0.3e-6).unwrap();
         assert_eq!(t.root(), r);
         let mut groups: Vec<Vec<usize>> = t.children(r).iter().map(|&c| hosts_below(&t, c)).collect();

@@ -11,13 +11,17 @@ use std::collections::{HashMap, HashSet};
 /// host. Links are symmetric and full duplex; their bandwidth is the bandwidth map's value, or
 /// infinite when no map was built (latency-only planning). Every link carries a latency fit
 /// from the samples of the measured pairs whose paths cross it (see `fit`), when it has enough.
+/// `confidence` gives links (by their lower vertex) their confidence, and `overall` the tree's.
 pub(crate) fn to_topology(
     t: &WorkTree,
     names: &[String],
     store: &Store,
     bandwidth: Option<&HashMap<usize, f64>>,
+    confidence: &HashMap<usize, f64>,
+    overall: Option<f64>,
 ) -> Result<Topology, TopologyError> {
     let mut b = TopologyBuilder::new();
+    b.confidence = overall;
     let hosts: Vec<usize> = t.hosts().collect();
     if hosts.len() == 1 {
         b.vertex(names[hosts[0]].clone(), VertexKind::Node);
@@ -78,6 +82,7 @@ pub(crate) fn to_topology(
         let d = LinkDir::new(lat, bw);
         let l = b.link_full(id[&v], id[&p], d, d, Duplex::Full);
         b.links[l].latency_fit = fit;
+        b.links[l].confidence = confidence.get(&v).copied();
     }
     b.build()
 }

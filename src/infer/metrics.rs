@@ -255,7 +255,10 @@ pub fn compare(truth: &Topology, inferred: &Topology) -> Result<Comparison, Topo
     for g in gi.iter().filter(|g| !gt.contains(g)) {
         differences.push(format!("inferred a switch holding {}", hosts_text(g)));
     }
-    let (st, si) = (splits(&logical_host_tree(truth)?), splits(&logical_host_tree(inferred)?));
+    let (st, si) = (
+        splits(&logical_host_tree(truth)?),
+        splits(&logical_host_tree(inferred)?),
+    );
     let unrooted = st.keys().eq(si.keys());
     let (ct, ci) = (rooted_clusters(truth), rooted_clusters(inferred));
     let rooted = unrooted && ct == ci;

@@ -153,6 +153,45 @@ pub struct InferStats {
     pub noise_s: f64,
     /// Links between switches shorter than this were merged, seconds.
     pub merge_threshold_s: f64,
+    /// Every link decision weighed by evidence: each switch-to-switch link kept, and each
+    /// contracted for lack of evidence (all-pairs inference), least confident first.
+    pub decisions: Vec<LinkDecision>,
+    /// The tree's confidence: that of its least certain decision (`None` when no decision was
+    /// weighed: one or two hosts, or more than [`EVIDENCE_MAX_HOSTS`]).
+    pub confidence: Option<f64>,
+}
+
+/// Most hosts for which the evidence of every link is computed (one least-squares refit per
+/// switch-to-switch link over every measured pair).
+pub const EVIDENCE_MAX_HOSTS: usize = 64;
+
+/// One decision about a switch-to-switch link and how sure it is.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct LinkDecision {
+    /// Hosts below the link (the side away from the top of the tree).
+    pub hosts_below: Vec<String>,
+    /// One-way latency of the link, microseconds.
+    pub latency_us: f64,
+    /// How much worse the measurements fit without the link, in noise units (chi-square-like).
+    pub evidence: f64,
+    /// Kept in the tree (else contracted for lack of evidence).
+    pub kept: bool,
+    /// Confidence (0..1) that the decision is right.
+    pub confidence: f64,
+}
+
+impl LinkDecision {
+    /// One line for logs: what was decided, on what evidence, how sure.
+    pub fn describe(&self) -> String {
+        format!(
+            "{} the {:.2} us link above {{{}}}: evidence {:.1}, confidence {:.3}",
+            if self.kept { "kept" } else { "contracted" },
+            self.latency_us,
+            self.hosts_below.join(" "),
+            self.evidence,
+            self.confidence
+        )
+    }
 }
 
 /// The inferred tree.
@@ -205,6 +244,7 @@ pub fn infer(prober: &mut dyn Prober, opts: &InferOptions) -> Result<Inferred, I
     let mut run = driver::Run::new(prober, opts.ping, opts.seed);
     run.hint = opts.locality_hint && strategy != Strategy::Paper;
     let mut stats = InferStats::default();
+    let mut contracted: Vec<joining::Merged> = Vec::new();
     let mut main = match strategy {
         Strategy::Paper => {
             let mut order: Vec<usize> = (0..n).collect();
@@ -218,6 +258,7 @@ pub fn infer(prober: &mut dyn Prober, opts: &InferOptions) -> Result<Inferred, I
             let j = all_pairs(&mut run, n)?;
             stats.noise_s = j.noise_s;
             stats.merge_threshold_s = j.threshold_s;
+            contracted = j.merged.clone();
             let mut b = Builder::new(n, VecDeque::new());
             b.tree = j.tree;
             b
@@ -291,14 +332,22 @@ pub fn infer(prober: &mut dyn Prober, opts: &InferOptions) -> Result<Inferred, I
     // Root where the physical hierarchy has its top (see `center`), within the noise of one
     // distance: the fitted link lengths the center is computed from are at least that good.
     center::root_at_center(&mut main.tree, stats.noise_s);
+    let link_confidence = weigh_decisions(&main.tree, &run.store, &names, &contracted, &mut stats);
     let bandwidth = match opts.bandwidth_bytes {
         Some(bytes) if n >= 2 => Some(bandwidth::measure(&mut run, &main.tree, bytes)?),
         _ => None,
     };
     stats.remeasured = run.counters.remeasured;
     stats.dropped = run.counters.dropped;
-    let topology = export::to_topology(&main.tree, &names, &run.store, bandwidth.as_ref().map(|m| &m.per_link))
-        .map_err(|e| InferError::Internal(e.to_string()))?;
+    let topology = export::to_topology(
+        &main.tree,
+        &names,
+        &run.store,
+        bandwidth.as_ref().map(|m| &m.per_link),
+        &link_confidence,
+        stats.confidence,
+    )
+    .map_err(|e| InferError::Internal(e.to_string()))?;
     main.tree = tree::WorkTree::default();
     stats.probe = run.prober.stats().clone();
     let measurements = std::mem::take(&mut run.store.raw);
@@ -315,6 +364,82 @@ pub fn infer(prober: &mut dyn Prober, opts: &InferOptions) -> Result<Inferred, I
         measurements,
     })
 }
+
+/// The evidence and confidence of every switch-to-switch link of the final tree, and of the
+/// links contracted on the way (`contracted`): recorded in `stats` (least confident first,
+/// with the tree's confidence) and logged; returns each kept link's confidence by its lower
+/// vertex. Skipped beyond [`EVIDENCE_MAX_HOSTS`] hosts.
+fn weigh_decisions(
+    tree: &tree::WorkTree,
+    store: &store::Store,
+    names: &[String],
+    contracted: &[joining::Merged],
+    stats: &mut InferStats,
+) -> std::collections::HashMap<usize, f64> {
+    let n = tree.num_hosts_in();
+    let mut by_vertex = std::collections::HashMap::new();
+    if !(3..=EVIDENCE_MAX_HOSTS).contains(&n) {
+        return by_vertex;
+    }
+    let obs: Vec<(usize, usize, f64)> = store
+        .pairs()
+        .filter(|&(a, b, _)| !store.is_bad(a, b))
+        .map(|(a, b, o)| (a, b, o.d))
+        .collect();
+    let mut fitted = tree.clone();
+    let evidence = joining::weighted_evidence(&mut fitted, &obs, stats.noise_s);
+    let median = joining::median_distance(obs.iter().map(|o| o.2));
+    let hosts = |ids: &[usize]| ids.iter().map(|&h| names[h].clone()).collect::<Vec<String>>();
+    let mut decisions: Vec<LinkDecision> = evidence
+        .iter()
+        .map(|&(v, e)| {
+            let c = joining::confidence(e, joining::keep_threshold(tree.len(v), median), true);
+            by_vertex.insert(v, (c * 1e4).round() / 1e4);
+            LinkDecision {
+                hosts_below: hosts(&joining::hosts_below(tree, v)),
+                latency_us: tree.len(v) * 1e6,
+                evidence: e,
+                kept: true,
+                confidence: c,
+            }
+        })
+        .collect();
+    decisions.extend(contracted.iter().map(|m| LinkDecision {
+        hosts_below: hosts(&m.hosts_below),
+        latency_us: m.len_s * 1e6,
+        evidence: m.evidence,
+        kept: false,
+        confidence: joining::confidence(m.evidence, m.threshold, false),
+    }));
+    decisions.sort_by(|a, b| a.confidence.total_cmp(&b.confidence));
+    stats.confidence = decisions.first().map(|d| (d.confidence * 1e4).round() / 1e4);
+    for d in decisions.iter().filter(|d| d.confidence < UNCERTAIN) {
+        log::info!("treecast: uncertain: {}", d.describe());
+    }
+    for d in decisions.iter().filter(|d| d.confidence >= UNCERTAIN) {
+        log::debug!("treecast: {}", d.describe());
+    }
+    let switches = tree.switches().count();
+    if switches == 1 {
+        let strongest = decisions
+            .iter()
+            .filter(|d| !d.kept)
+            .max_by(|a, b| a.evidence.total_cmp(&b.evidence));
+        log::info!(
+            "treecast: the measurements support no structure above the hosts: all {n} hosts below one switch{}",
+            strongest.map_or(String::new(), |d| format!(" (strongest candidate: {})", d.describe()))
+        );
+    }
+    log::info!(
+        "treecast: inferred {switches} switch(es) over {n} hosts, confidence {}",
+        stats.confidence.map_or("n/a".into(), |c| format!("{c:.3}"))
+    );
+    stats.decisions = decisions;
+    by_vertex
+}
+
+/// Decisions less confident than this are reported at info level.
+const UNCERTAIN: f64 = 0.95;
 
 /// Re-measurements of a pair that breaks the triangle inequality before its value is capped.
 const TRIANGLE_RETRIES: usize = 2;
@@ -406,19 +531,21 @@ fn all_pairs(run: &mut driver::Run, n: usize) -> Result<joining::Joined, InferEr
     Ok(j)
 }
 
-/// A kept link whose evidence is below this, or a contracted one whose evidence is at least
-/// [`AMBIGUOUS_MERGED`], is a decision worth more measurements (chi-square with one degree of
-/// freedom: 4 is a 5% tail; twice the keep threshold is beyond what noise gave on emulated
-/// clusters of one switch).
-const AMBIGUOUS_KEPT: f64 = 2.0 * joining::KEEP_EVIDENCE;
-const AMBIGUOUS_MERGED: f64 = 4.0;
+/// A link decision less confident than this is unsettled: worth measuring every pair again.
+const SETTLED: f64 = 0.95;
 /// Most sets of every pair, including the first [`PingSpec::sets`].
 const MAX_SETS: u32 = 9;
 
-/// How many link decisions of `j` are unsettled (see [`AMBIGUOUS_KEPT`]).
+/// How many link decisions of `j` are unsettled (see [`SETTLED`]).
 fn unsettled(j: &joining::Joined) -> usize {
-    j.kept.iter().filter(|&&(_, e)| e < AMBIGUOUS_KEPT).count()
-        + j.merged.iter().filter(|m| m.evidence >= AMBIGUOUS_MERGED).count()
+    j.kept
+        .iter()
+        .filter(|&&(_, e, t)| joining::confidence(e, t, true) < SETTLED)
+        .count()
+        + j.merged
+            .iter()
+            .filter(|m| joining::confidence(m.evidence, m.threshold, false) < SETTLED)
+            .count()
 }
 
 /// Residual (in noise units) above which a pair is measured again after the first joining.
@@ -466,7 +593,7 @@ fn join_measured(store: &store::Store, n: usize) -> joining::Joined {
         j.noise_s * 1e6,
         j.threshold_s * 1e6,
         j.tree.switches().count(),
-        j.kept.iter().map(|&(v, e)| format!("{:.2}us:{e:.1}", j.tree.len(v) * 1e6)).collect::<Vec<_>>(),
+        j.kept.iter().map(|&(v, e, _)| format!("{:.2}us:{e:.1}", j.tree.len(v) * 1e6)).collect::<Vec<_>>(),
         j.merged.iter().map(|m| format!("{:.2}us:{:.1}", m.len_s * 1e6, m.evidence)).collect::<Vec<_>>()
     );
     j

@@ -164,6 +164,7 @@ pub fn attach_ranks(host_tree: &Topology, hosts: &Hosts) -> std::result::Result<
     }
     let keep = spanning_vertices(host_tree, &job_vertex);
     let mut b = TopologyBuilder::new();
+    b.confidence = host_tree.confidence();
     let mut map: HashMap<usize, usize> = HashMap::new();
     for (i, v) in host_tree.vertices().iter().enumerate() {
         if v.kind != VertexKind::Rank && keep[i] {
@@ -172,8 +173,8 @@ pub fn attach_ranks(host_tree: &Topology, hosts: &Hosts) -> std::result::Result<
     }
     for l in host_tree.links() {
         if let (Some(&a), Some(&c)) = (map.get(&l.a), map.get(&l.b)) {
-            let id = b.link_full(a, c, l.ab, l.ba, l.duplex);
-            b.links[id].latency_fit = l.latency_fit;
+            // Everything the link carries (latency fit, confidence), between the kept vertices.
+            b.links.push(crate::topology::Link { a, b: c, ..l.clone() });
         }
     }
     for (rank, &h) in hosts.host_of.iter().enumerate() {

@@ -18,6 +18,7 @@ pub struct CanonicalLink {
     pub ba: LinkDir,
     pub duplex: Duplex,
     pub latency_fit: Option<LatencyFit>,
+    pub confidence: Option<f64>,
 }
 
 /// Vertices sorted by name and links sorted by their (oriented) endpoint names. Since vertex
@@ -56,6 +57,7 @@ impl Topology {
                     ba,
                     duplex: l.duplex,
                     latency_fit: l.latency_fit,
+                    confidence: l.confidence,
                 }
             })
             .collect();

@@ -354,7 +354,7 @@ fn json_errors_name_file_line_and_field() {
     assert_eq!(
         with(r#""bandwidth_gbps": 40}"#, r#""bandwidth_gpbs": 40}"#),
         "bad.json:9: field 'bandwidth_gpbs': unknown key in a link (expected one of: a, b, latency_us, \
-         bandwidth_gbps, latency_us_ba, bandwidth_gbps_ba, duplex, latency_fit)"
+         bandwidth_gbps, latency_us_ba, bandwidth_gbps_ba, duplex, latency_fit, confidence)"
     );
     assert_eq!(
         with(r#""duplex": "half""#, r#""duplex": "simplex""#),
@@ -453,6 +453,28 @@ fn json_latency_fit_and_ideal_links() {
     assert_eq!(
         json::from_str(&bad, "fit.json").unwrap_err().to_string(),
         "fit.json:3: field 'pareto': alpha must be > 0 or \"inf\", got -1"
+    );
+}
+
+#[test]
+fn json_confidence_of_links_and_tree_round_trips_and_is_checked() {
+    let text = r#"{"vertices": [{"id": "s", "kind": "switch"}, {"id": "t", "kind": "switch"},
+  {"id": "h", "kind": "node"}, {"id": "g", "kind": "node"}],
+ "links": [{"a": "s", "b": "t", "latency_us": 2, "bandwidth_gbps": 10, "confidence": 0.9731},
+  {"a": "h", "b": "s", "latency_us": 1, "bandwidth_gbps": 10},
+  {"a": "g", "b": "t", "latency_us": 1, "bandwidth_gbps": 10}],
+ "confidence": 0.5}"#;
+    let t = json::from_str(text, "c.json").unwrap();
+    assert_eq!(t.link(0).confidence, Some(0.9731));
+    assert_eq!(t.link(1).confidence, None);
+    assert_eq!(t.confidence(), Some(0.5));
+    let again = json::from_str(&json::to_string(&t), "again.json").unwrap();
+    assert!(again.canonical_eq(&t));
+    assert_eq!(again.confidence(), Some(0.5));
+    let bad = text.replace("0.9731", "1.5");
+    assert_eq!(
+        json::from_str(&bad, "c.json").unwrap_err().to_string(),
+        "c.json:3: field 'confidence': 1.5 is not a number between 0 and 1"
     );
 }
 

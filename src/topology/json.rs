@@ -23,6 +23,9 @@
 //!   `latency_us_ba`, `bandwidth_gbps_ba` override the b->a direction; `duplex` is `"full"`
 //!   (default) or `"half"`. Optional `latency_fit` ([`LatencyFit`]): `pareto: [k_us, alpha]`
 //!   (alpha may be `"inf"`), `normal: [mean_us, sd_us]`, `samples`.
+//! - Optional `confidence` on a link (a number in 0..1): for an inferred switch-to-switch link,
+//!   the confidence that it is real; optional top-level `confidence`: that of the inferred
+//!   tree's least certain link decision.
 //! - The links must form one tree over all vertices; rank vertices are leaves.
 //! - Unknown keys inside a vertex or link are errors (a misspelt `bandwidth_gpbs` must not silently
 //!   fall back to a default); unknown top-level keys (e.g. `"description"`) are ignored.
@@ -281,6 +284,7 @@ fn parse(text: &str) -> Result<Topology, TopologyError> {
                 "bandwidth_gbps_ba",
                 "duplex",
                 "latency_fit",
+                "confidence",
             ],
             "link",
         )?;
@@ -326,6 +330,9 @@ fn parse(text: &str) -> Result<Topology, TopologyError> {
             },
         };
         let fit = get(m, "latency_fit").map(latency_fit).transpose()?;
+        let confidence = get(m, "confidence")
+            .map(|v| unit_interval(v, "confidence"))
+            .transpose()?;
         if !comp.union(a, bv) {
             return Err(TopologyError::new(format!(
                 "link {}-{} closes a cycle (the topology must be a tree)",
@@ -342,8 +349,12 @@ fn parse(text: &str) -> Result<Topology, TopologyError> {
             ba,
             duplex,
             latency_fit: fit,
+            confidence,
         });
     }
+    b.confidence = get(top, "confidence")
+        .map(|v| unit_interval(v, "confidence"))
+        .transpose()?;
     let r0 = comp.find(0);
     if let Some(v) = (1..b.vertices.len()).find(|&v| comp.find(v) != r0) {
         return Err(TopologyError::new(format!(
@@ -353,6 +364,21 @@ fn parse(text: &str) -> Result<Topology, TopologyError> {
         .at_line(lines[v]));
     }
     b.build()
+}
+
+/// A number in 0..1 (a confidence).
+fn unit_interval(v: &JVal, field: &str) -> Result<f64, TopologyError> {
+    match &v.kind {
+        JKind::Num(text) => match text.parse::<f64>() {
+            Ok(x) if (0.0..=1.0).contains(&x) => Ok(x),
+            _ => Err(err(v.line, field, format!("{text} is not a number between 0 and 1"))),
+        },
+        _ => Err(err(
+            v.line,
+            field,
+            format!("must be a number between 0 and 1, found {}", v.type_name()),
+        )),
+    }
 }
 
 fn quote(s: &str) -> String {
@@ -415,9 +441,16 @@ pub fn to_string(t: &Topology) -> String {
             parts.push(format!("\"samples\": {}", f.samples));
             let _ = write!(out, ", \"latency_fit\": {{{}}}", parts.join(", "));
         }
+        if let Some(c) = l.confidence {
+            let _ = write!(out, ", \"confidence\": {}", Dec::from_f64(c).to_text());
+        }
         out.push('}');
         out.push_str(if i + 1 < nl { ",\n" } else { "\n" });
     }
-    out.push_str("  ]\n}\n");
+    out.push_str("  ]");
+    if let Some(c) = t.confidence() {
+        let _ = write!(out, ",\n  \"confidence\": {}", Dec::from_f64(c).to_text());
+    }
+    out.push_str("\n}\n");
     out
 }

@@ -105,6 +105,9 @@ pub struct Link {
     pub duplex: Duplex,
     /// Optional latency distribution (used by `estimate`).
     pub latency_fit: Option<LatencyFit>,
+    /// For an inferred switch-to-switch link: the confidence (0..1) that it is real, from how
+    /// much worse the measurements fit without it (see `infer`). `None`: given, not inferred.
+    pub confidence: Option<f64>,
 }
 
 impl Link {
@@ -138,6 +141,8 @@ pub struct Topology {
     anchor: VertexId,
     /// rank number -> vertex
     rank_vertex: Vec<VertexId>,
+    /// For an inferred tree: the confidence (0..1) of its least certain link decision.
+    confidence: Option<f64>,
 }
 
 impl PartialEq for Topology {
@@ -349,7 +354,14 @@ impl Topology {
         TopologyBuilder {
             vertices: self.vertices.clone(),
             links: self.links.clone(),
+            confidence: self.confidence,
         }
+    }
+
+    /// For an inferred tree, the confidence (0..1) of its least certain link decision (a link
+    /// kept, or one contracted for lack of evidence); `None` for a tree that was given.
+    pub fn confidence(&self) -> Option<f64> {
+        self.confidence
     }
 }
 
@@ -358,6 +370,8 @@ impl Topology {
 pub struct TopologyBuilder {
     pub vertices: Vec<Vertex>,
     pub links: Vec<Link>,
+    /// See [`Topology::confidence`].
+    pub confidence: Option<f64>,
 }
 
 impl TopologyBuilder {
@@ -400,13 +414,18 @@ impl TopologyBuilder {
             ba,
             duplex,
             latency_fit: None,
+            confidence: None,
         });
         self.links.len() - 1
     }
 
     /// Validate and freeze. Errors name the offending vertex or link.
     pub fn build(self) -> Result<Topology, TopologyError> {
-        let TopologyBuilder { vertices, links } = self;
+        let TopologyBuilder {
+            vertices,
+            links,
+            confidence,
+        } = self;
         let n = vertices.len();
         if n == 0 {
             return Err(TopologyError::new("topology has no vertices"));
@@ -546,6 +565,7 @@ impl TopologyBuilder {
             depth,
             anchor,
             rank_vertex,
+            confidence,
         })
     }
 }

@@ -37,9 +37,15 @@ pub fn rank_ranges(ranks: &[u32]) -> String {
     out.join(" ")
 }
 
-/// Draw the tree from its anchor.
+/// Draw the tree from its anchor (after a line with the tree's confidence, when inferred).
 pub fn to_string(t: &Topology) -> String {
     let mut out = String::new();
+    if let Some(c) = t.confidence() {
+        let _ = writeln!(
+            out,
+            "# inferred tree, confidence {c:.3} (its least certain link decision)"
+        );
+    }
     draw(t, t.anchor(), "", true, true, &mut out);
     out
 }
@@ -48,8 +54,11 @@ fn draw(t: &Topology, v: VertexId, prefix: &str, last: bool, top: bool, out: &mu
     let vert = t.vertex(v);
     let link = t.parent(v).map(|(_, l)| {
         let link = t.link(l);
-        // Direction from parent down to v.
-        fmt_link(link.dir(link.b == v))
+        // Direction from parent down to v; an inferred link's confidence after it.
+        let conf = link
+            .confidence
+            .map_or(String::new(), |c| format!(", confidence {c:.3}"));
+        format!("{}{conf}", fmt_link(link.dir(link.b == v)))
     });
     let children = t.children(v);
     let (rank_kids, other_kids): (Vec<VertexId>, Vec<VertexId>) = children

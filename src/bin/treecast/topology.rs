@@ -138,7 +138,10 @@ pub fn run(args: Args) -> Result<(), CliError> {
             let (truth, inferred) = (load_file(&a.truth)?, load_file(&a.inferred)?);
             let c = treecast::infer::metrics::compare(&truth, &inferred)?;
             if a.format == "json" {
-                println!("{}", serde_json::to_string(&c).map_err(|e| CliError::Failed(e.to_string()))?);
+                println!(
+                    "{}",
+                    serde_json::to_string(&c).map_err(|e| CliError::Failed(e.to_string()))?
+                );
             } else {
                 println!("{}", c.summary());
             }
