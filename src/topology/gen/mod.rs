@@ -6,6 +6,7 @@
 //! - [`TwoClusters`]: two clusters joined switch to switch — the paper's two uniform clusters
 //!   (Fig. 13) and two non-uniform clusters, Fast Ethernet + GbE (Fig. 14).
 //! - [`Testbed`]: the topology-inference paper's 4-cluster, 256-host testbed (seed 002, Fig. 6).
+//! - [`Clusters`]: several clusters joined to a core over routed or wide-area links.
 //! - [`Tree`]: regular trees of switches: a full-bisection fat tree, k:1 oversubscribed uplinks,
 //!   and the emulated 3 x 3 cluster of DESIGN.md section 5.
 //!
@@ -511,7 +512,9 @@ impl Tree {
 }
 
 mod catalog;
+mod clusters;
 pub use catalog::{examples, family, GenOptions, FAMILIES};
+pub use clusters::Clusters;
 
 #[cfg(test)]
 mod tests;
