@@ -157,9 +157,66 @@ fn section(title: &str, t: &Topology, seeds: usize) -> metrics::Evaluation {
     rows.into_iter().next().unwrap().e
 }
 
+/// The far-part families: `clusters` clusters of `hosts` hosts in all (leaves of 8 hosts), their
+/// uplinks spread over `[lo, hi]` one-way (cluster-to-cluster latency lo+lo .. hi+hi), under
+/// lomax and normal jitter. Prints, per family and noise, the exact leaf-switch partitions and
+/// the virtual probe time, and whether the targets (>= 95% exact, <= 0.15 s) hold.
+fn families(seeds: usize) -> bool {
+    use treecast::topology::gen::Clusters;
+    println!("\nfar-apart families (clusters below a core over routed links; uplink one-way spread over the range):");
+    println!(
+        "  {:<44} {:<22} {:>6} {:>11} {:>11} {:>7}",
+        "family", "noise", "exact", "time mean", "time max", "rounds"
+    );
+    let shapes: [(usize, usize, f64, f64); 8] = [
+        (2, 32, 0.05e-3, 1.25e-3),
+        (2, 64, 0.05e-3, 0.05e-3),
+        (3, 144, 0.125e-3, 0.3e-3),
+        (4, 128, 0.05e-3, 1.25e-3),
+        (4, 256, 0.5e-3, 1.25e-3),
+        (6, 96, 0.05e-3, 1.25e-3),
+        (8, 64, 0.05e-3, 1.25e-3),
+        (8, 256, 0.05e-3, 1.25e-3),
+    ];
+    let mut all_ok = true;
+    for (clusters, hosts, lo, hi) in shapes {
+        let t = Clusters::spread(clusters, hosts, 8, lo, hi).build().unwrap();
+        let name = format!(
+            "{clusters} clusters, {hosts} hosts, {:.2}-{:.2} ms apart",
+            2.0 * lo * 1e3,
+            2.0 * hi * 1e3
+        );
+        for noise in ["lomax:scale_us=2,alpha=1.5", "normal:sd_us=2"] {
+            let model = NoiseModel::jitter(noise.parse().unwrap());
+            let e = metrics::evaluate(&t, &model, &InferOptions::default(), seeds, 1, 2_000).unwrap();
+            let ok = e.exact_partition_rate >= 0.95 && e.max_virtual_probe_time_s <= 0.15;
+            all_ok &= ok;
+            println!(
+                "  {:<44} {:<22} {:>5.0}% {:>9.4} s {:>9.4} s {:>7.1}  {}",
+                name,
+                noise,
+                100.0 * e.exact_partition_rate,
+                e.virtual_probe_time_s,
+                e.max_virtual_probe_time_s,
+                e.rounds,
+                if ok { "ok" } else { "MISSED" }
+            );
+        }
+    }
+    println!(
+        "  targets (every family: exact >= 95%, virtual probe time <= 0.15 s): {}",
+        if all_ok { "met" } else { "NOT met" }
+    );
+    all_ok
+}
+
 fn main() {
     env_logger::Builder::from_env(env_logger::Env::default().filter_or("TREECAST_LOG", "warn")).init();
     let seeds: usize = std::env::args().nth(1).and_then(|s| s.parse().ok()).unwrap_or(20);
+    if std::env::args().nth(2).as_deref() == Some("families") {
+        families(seeds);
+        return;
+    }
     println!("treecast inference benchmark: lomax jitter (scale 2 us, alpha 1.5), {seeds} seeds");
 
     let shipped = testbed(0, None);

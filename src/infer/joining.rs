@@ -299,18 +299,26 @@ pub(crate) fn link_evidence(tree: &mut WorkTree, obs: &[(usize, usize, f64, f64)
 }
 
 /// Observation weights from per-host noise variances (as in [`join`]) of the unweighted fit of
-/// `tree` to `obs` (host, host, distance), never below `sigma` squared; then the
-/// [`link_evidence`] of every switch-to-switch link with those weights.
-pub(crate) fn weighted_evidence(tree: &mut WorkTree, obs: &[(usize, usize, f64)], sigma: f64) -> Vec<(usize, f64)> {
+/// `tree` to `obs` (host, host, distance), never below `sigma` squared: the observations with
+/// their weights. Refits `tree`.
+pub(crate) fn weighted_obs(
+    tree: &mut WorkTree,
+    obs: &[(usize, usize, f64)],
+    sigma: f64,
+) -> Vec<(usize, usize, f64, f64)> {
     let scale = obs.iter().map(|o| o.2).fold(0.0, f64::max).max(1e-12);
     let floor = (sigma * sigma).max((1e-6 * scale).powi(2));
     let unit: Vec<(usize, usize, f64, f64)> = obs.iter().map(|&(a, b, d)| (a, b, d, 1.0 / floor)).collect();
     fit_hosts(tree, &unit);
     let var = residual_variances(tree, obs, floor);
-    let weighted: Vec<(usize, usize, f64, f64)> = obs
-        .iter()
+    obs.iter()
         .map(|&(a, b, d)| (a, b, d, 1.0 / ((var[a] + var[b]) / 2.0).max(floor)))
-        .collect();
+        .collect()
+}
+
+/// The [`link_evidence`] of every switch-to-switch link with [`weighted_obs`] weights.
+pub(crate) fn weighted_evidence(tree: &mut WorkTree, obs: &[(usize, usize, f64)], sigma: f64) -> Vec<(usize, f64)> {
+    let weighted = weighted_obs(tree, obs, sigma);
     link_evidence(tree, &weighted)
 }
 
@@ -357,40 +365,48 @@ pub(crate) fn hosts_below(tree: &WorkTree, v: usize) -> Vec<usize> {
     out
 }
 
-/// Contract switch-to-switch links, shortest first, while the tree without the link explains
-/// the matrix as well within the noise: its evidence ([`link_evidence`]) stays below
-/// [`KEEP_EVIDENCE`]. Returns what was contracted, shortest first.
-fn contract_by_fit(tree: &mut WorkTree, obs: &[(usize, usize, f64, f64)], scale_s: f64) -> Vec<Merged> {
-    let mut rss = fit_hosts(tree, obs);
+/// Contract switch-to-switch links while the tree without one of them explains the
+/// observations (host, host, distance, weight) as well within the noise: each step contracts
+/// the link whose evidence ([`link_evidence`]) falls furthest below its threshold
+/// ([`keep_threshold`] for a network of median distance `scale_s`), until every link left has
+/// the evidence it needs (backward elimination). Returns what was contracted, in order. Used by
+/// all-pairs joining and by the refinement of trees grown by insertion alike.
+///
+/// Weakest first, not shortest first: a link made by noise is not always shorter than the real
+/// ones (2.5 us leaf links beside a 3 us spurious one under 2 us of normal jitter), and stopping
+/// at the first real link left the spurious one in place.
+pub(crate) fn contract_by_evidence(tree: &mut WorkTree, obs: &[(usize, usize, f64, f64)], scale_s: f64) -> Vec<Merged> {
+    let rss = fit_hosts(tree, obs);
     // The noise scale of every test is the full tree's (as in backward elimination): measured
     // against the current, already contracted tree, each real link contracted would inflate
     // the scale and weaken the evidence of the next (2-host leaf switches fell one after the
     // other that way, at evidence 15.7, 12.7, 8.7, 5.8).
     let factor = variance_factor(tree, obs.len(), rss);
+    let mut rss = rss;
     let mut merged = Vec::new();
     loop {
-        let shortest = switch_links(tree)
+        let weakest = switch_links(tree)
             .into_iter()
-            .min_by(|&a, &b| tree.len(a).total_cmp(&tree.len(b)));
-        let Some(v) = shortest else { break };
-        let len = tree.len(v);
-        let mut trial = tree.clone();
-        trial.merge_into_parent(v);
-        let trial_rss = fit_hosts(&mut trial, obs);
-        let evidence = (trial_rss - rss) / factor;
-        let threshold = keep_threshold(len, scale_s);
-        if evidence > threshold {
+            .map(|v| {
+                let mut trial = tree.clone();
+                trial.merge_into_parent(v);
+                let trial_rss = fit_hosts(&mut trial, obs);
+                let evidence = (trial_rss - rss) / factor;
+                let threshold = keep_threshold(tree.len(v), scale_s);
+                (v, evidence, threshold, trial, trial_rss)
+            })
+            .filter(|c| c.1 <= c.2)
+            .min_by(|a, b| (a.1 - a.2).total_cmp(&(b.1 - b.2)).then(a.0.cmp(&b.0)));
+        let Some((v, evidence, threshold, trial, trial_rss)) = weakest else {
             break;
-        }
+        };
         log::trace!(
-            "contracting a {:.3} us switch link: weighted RSS {:.2} -> {:.2}",
-            len * 1e6,
-            rss,
-            trial_rss
+            "contracting a {:.3} us switch link: evidence {evidence:.2} below {threshold}",
+            tree.len(v) * 1e6
         );
         merged.push(Merged {
             hosts_below: hosts_below(tree, v),
-            len_s: len,
+            len_s: tree.len(v),
             evidence,
             threshold,
         });
@@ -444,7 +460,7 @@ pub(crate) fn join(n: usize, d: &dyn Fn(usize, usize) -> f64) -> Joined {
         o.3 = 1.0 / ((var[o.0] + var[o.1]) / 2.0).max(floor);
     }
     let median = median_distance(obs.iter().map(|o| o.2));
-    let merged = contract_by_fit(&mut tree, &obs, median);
+    let merged = contract_by_evidence(&mut tree, &obs, median);
     let kept: Vec<(usize, f64, f64)> = link_evidence(&mut tree, &obs)
         .into_iter()
         .map(|(v, e)| (v, e, keep_threshold(tree.len(v), median)))

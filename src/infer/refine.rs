@@ -336,49 +336,52 @@ pub(crate) fn fit_links(t: &mut WorkTree, obs: &[(usize, usize, f64)], sweeps: u
 
 /// [`fit_links`] with a weight per observation (vertex, vertex, distance, weight): weighted
 /// least squares, weights being inverse noise variances where they differ between pairs.
+///
+/// Projected Gauss-Seidel over the links, done on the residuals: updating one link touches only
+/// the observations whose paths cross it, so a sweep costs the total path length of the
+/// observations, not the square of the number of links (what a dense normal matrix costs, and
+/// what made refitting a few-hundred-switch tree once per candidate link too slow). A small
+/// ridge pulls every link towards its current estimate, which decides links no measurement
+/// separates.
 pub(crate) fn fit_links_weighted(t: &mut WorkTree, obs: &[(usize, usize, f64, f64)], sweeps: usize) {
-    // Unknowns: the link above every non-root vertex.
     let links: Vec<usize> = t.vertices().filter(|&v| t.parent(v).is_some()).collect();
     let m = links.len();
     if m == 0 {
         return;
     }
     let index: HashMap<usize, usize> = links.iter().enumerate().map(|(i, &v)| (v, i)).collect();
-    let mut nmat = vec![0.0f64; m * m];
-    let mut rhs = vec![0.0f64; m];
-    for &(a, b, d, w) in obs {
-        let path = t.path(a, b);
-        let ids: Vec<usize> = path
-            .windows(2)
-            .map(|w| {
-                let (x, y) = (w[0].0, w[1].0);
-                index[&if t.parent(x) == Some(y) { x } else { y }]
-            })
-            .collect();
-        for &i in &ids {
-            rhs[i] += w * d;
-            for &j in &ids {
-                nmat[i * m + j] += w;
-            }
-        }
-    }
-    // Ridge towards the current estimate: decides links no measurement separates.
-    let mean_diag = (0..m).map(|i| nmat[i * m + i]).sum::<f64>() / m as f64;
-    let ridge = 1e-6 * mean_diag.max(1.0);
     let mut x: Vec<f64> = links.iter().map(|&v| t.len(v)).collect();
-    for i in 0..m {
-        nmat[i * m + i] += ridge;
-        rhs[i] += ridge * x[i];
+    let x0 = x.clone();
+    // Each observation's links, each link's observations, and the diagonal of the normal matrix.
+    let mut by_link: Vec<Vec<usize>> = vec![Vec::new(); m];
+    let mut diag = vec![0.0f64; m];
+    let mut resid: Vec<f64> = Vec::with_capacity(obs.len());
+    for (k, &(a, b, d, w)) in obs.iter().enumerate() {
+        let mut fitted = 0.0;
+        for p in t.path(a, b).windows(2) {
+            let (u, v) = (p[0].0, p[1].0);
+            let i = index[&if t.parent(u) == Some(v) { u } else { v }];
+            by_link[i].push(k);
+            diag[i] += w;
+            fitted += x[i];
+        }
+        resid.push(d - fitted);
     }
-    // Projected Gauss-Seidel (converges for symmetric positive definite systems).
+    let ridge = 1e-6 * (diag.iter().sum::<f64>() / m as f64).max(1.0);
     for _ in 0..sweeps {
         let mut change = 0.0f64;
         for i in 0..m {
-            let row = &nmat[i * m..(i + 1) * m];
-            let sum: f64 = row.iter().zip(&x).map(|(a, b)| a * b).sum::<f64>() - row[i] * x[i];
-            let xi = ((rhs[i] - sum) / row[i]).max(0.0);
-            change = change.max((xi - x[i]).abs());
-            x[i] = xi;
+            // Minimise sum_k w_k (r_k + x_i - x_i')^2 + ridge (x_i' - x0_i)^2 over x_i' >= 0.
+            let num: f64 = by_link[i].iter().map(|&k| obs[k].3 * (resid[k] + x[i])).sum::<f64>() + ridge * x0[i];
+            let xi = (num / (diag[i] + ridge)).max(0.0);
+            let delta = xi - x[i];
+            if delta != 0.0 {
+                for &k in &by_link[i] {
+                    resid[k] -= delta;
+                }
+                x[i] = xi;
+                change = change.max(delta.abs());
+            }
         }
         if change < 1e-13 {
             break;
