@@ -66,7 +66,8 @@ truth="$work/truth.conf"
 cp "$work/truth" "$truth"
 
 if [ "$hog" -gt 0 ]; then
-  timeout "$hog" sh -c 'while :; do :; done' &
+  # Self-bounded, one process: killing it ends it (a killed timeout wrapper can orphan its loop).
+  bash -c "while [ \$SECONDS -lt $hog ]; do :; done" &
   hog_pid=$!
 fi
 

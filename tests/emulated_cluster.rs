@@ -332,14 +332,16 @@ fn probe_many(cluster: &Cluster, truth: &str, want: &Probes) {
     );
 }
 
-/// A CPU hog on one core for at most `seconds`, killed on drop.
+/// A CPU hog on one core for at most `seconds`, killed on drop. The loop bounds itself (bash's
+/// `SECONDS`), so it is one process: killing a `timeout` wrapper with SIGKILL would orphan the
+/// loop it started, and the orphan would load the machine for good.
 struct Hog(std::process::Child);
 
 impl Hog {
     fn start(seconds: u32) -> Hog {
-        Hog(Command::new("timeout")
-            .arg(seconds.to_string())
-            .args(["sh", "-c", "while :; do :; done"])
+        Hog(Command::new("bash")
+            .arg("-c")
+            .arg(format!("while [ $SECONDS -lt {seconds} ]; do :; done"))
             .spawn()
             .expect("start a CPU hog"))
     }

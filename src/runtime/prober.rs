@@ -635,18 +635,10 @@ fn coordinate(leaders: MPI_Comm, n: u32, hosts: &Hosts, cfg: &Config) -> Result<
         }),
         ledger: ProbeLedger::new(n as usize),
     };
-    let mut opts = InferOptions {
+    let opts = InferOptions {
         bandwidth_bytes: cfg.probe_bandwidth_bytes,
         ..InferOptions::default()
     };
-    if let Ok(v) = std::env::var("TREECAST_EXPERIMENT_PING") {
-        let f: Vec<u32> = v.split(',').filter_map(|x| x.parse().ok()).collect();
-        if f.len() == 3 {
-            opts.ping.patience = f[0];
-            opts.ping.max_round_trips = f[1];
-            opts.ping.sets = f[2];
-        }
-    }
     let t0 = raw::wtime();
     let inferred = infer::infer(&mut p, &opts);
     // Always end the serve loop, also after a failure.
