@@ -16,6 +16,6 @@ echo "== unit and property tests"
 cargo test --release --lib --bins
 
 echo "== integration tests (real MPI under mpirun; one job at a time on this machine)"
-cargo test --release --tests -- --test-threads=1
+cargo test --release --test '*' -- --test-threads=1
 
 echo "== all tests passed"
