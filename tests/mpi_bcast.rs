@@ -8,14 +8,36 @@
 mod common;
 use common::{assert_ok, example, mpirun};
 
-/// A bounded per-call stall turns a hang into a failing test with a message.
-const ENV: &[(&str, &str)] = &[("TREECAST_TIMEOUT", "120")];
+/// A bounded per-call stall turns a hang into a failing test with a message. Every call runs
+/// treecast's own route (`TREECAST_ROUTE=plan`): on one host the automatic choice is the MPI
+/// library's `MPI_Bcast`, which would leave treecast's sends and error detection untested here
+/// (`library_route_matches_mpi_bcast` covers the automatic choice).
+const ENV: &[(&str, &str)] = &[("TREECAST_TIMEOUT", "120"), ("TREECAST_ROUTE", "plan")];
 
 fn matrix(np: u32, cases: &[&str]) {
     let mut args = vec!["match"];
     args.extend_from_slice(cases);
     let out = mpirun(np, &example("check_bcast"), &args, ENV, 1500);
     assert_ok(&out, cases.len(), &format!("match on {np} ranks"));
+}
+
+/// The automatic route (on one host: the library's MPI_Bcast, its choice settled per size class
+/// and root) gives the same bytes as MPI_Bcast for every root, type and communicator.
+#[test]
+fn library_route_matches_mpi_bcast() {
+    let cases = [
+        "u8:world:8",
+        "f64:split:1",
+        "particle:dup:7",
+        "strided:world:4096",
+        "u8:dup:1MiB+3",
+    ];
+    for np in [2, 4] {
+        let mut args = vec!["match"];
+        args.extend_from_slice(&cases);
+        let out = mpirun(np, &example("check_bcast"), &args, &[("TREECAST_TIMEOUT", "120")], 900);
+        assert_ok(&out, cases.len(), &format!("auto route on {np} ranks"));
+    }
 }
 
 #[test]

@@ -26,6 +26,9 @@ pub struct LocalPlan {
     pub predicted_time_s: Option<f64>,
     /// Message size the plan (and its prediction) was made for.
     pub planned_bytes: u64,
+    /// Predicted time of the MPI library's broadcast for that size, if ranked (see
+    /// `PlanInfo::library_time_s`).
+    pub library_time_s: Option<f64>,
 }
 
 impl LocalPlan {
@@ -38,6 +41,7 @@ impl LocalPlan {
             algorithm: plan.info.algorithm.clone(),
             predicted_time_s: plan.info.predicted_time_s,
             planned_bytes: plan.info.planned_bytes,
+            library_time_s: plan.info.library_time_s,
         }
     }
 }

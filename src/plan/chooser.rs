@@ -538,6 +538,10 @@ pub fn plan_detailed(topo: &Topology, root: u32, bytes: u64, opts: &PlanOptions)
     plan.info.predicted_time_s = Some(t);
     plan.info.planned_bytes = bytes;
     plan.info.lower_bound_s = Some(lower_bound);
+    plan.info.library_time_s = evaluated
+        .iter()
+        .find(|e| e.name.starts_with("mpi:ompi"))
+        .map(|e| e.predicted_s);
     if let Some((proven, nodes, secs)) = search {
         plan.info.nodes_explored = nodes;
         plan.info.search_time_s = secs;

@@ -81,6 +81,11 @@ pub struct PlanInfo {
     pub search_time_s: f64,
     /// Best known lower bound on the completion time (seconds), if computed.
     pub lower_bound_s: Option<f64>,
+    /// Predicted time of the MPI library's own broadcast (Open MPI's decision), simulated or a
+    /// lower bound, when candidates were ranked against it: the runtime skips timing trials
+    /// where the plan clearly wins (see `runtime::route`).
+    #[serde(default)]
+    pub library_time_s: Option<f64>,
 }
 
 /// A complete broadcast schedule for a communicator of `nranks` ranks.

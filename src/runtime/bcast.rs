@@ -1,5 +1,6 @@
 //! The broadcast every front end (Rust trait, C ABI, `MPI_Bcast` interposer) calls.
 
+use super::route::Route;
 use super::state::{self, CommState};
 use crate::error::{Error, ErrorKind, Result};
 use crate::exec::engine::{self, CallCtx, Outcome};
@@ -60,6 +61,11 @@ pub unsafe fn bcast_with(
     site: CallSite,
     opts: CallOptions,
 ) -> Result<()> {
+    if opts.reject.is_none() {
+        if let Some(rc) = fast::try_library(comm, buf, count, datatype, root) {
+            return rc;
+        }
+    }
     if !state::mpi_initialized() || state::mpi_finalized() {
         return Err(Error::new(
             ErrorKind::Other,
@@ -70,8 +76,8 @@ pub unsafe fn bcast_with(
     let slot = state::get_checked(comm, || check_root(root, crate::exec::raw::comm_size(comm)?))?;
     let mut st = slot.lock().unwrap_or_else(|p| p.into_inner());
     check_root(root, st.size as i32)?;
-    let seq = st.seq;
-    st.seq += 1;
+    let call = st.calls;
+    st.calls += 1;
     let local = match opts.reject {
         Some(e) => Err(e),
         None => local_layout(buf, count, datatype, opts.null_is_bottom),
@@ -81,23 +87,24 @@ pub unsafe fn bcast_with(
     // counted and, if sampled, timed from here (after argument checking) to completion; see
     // `profile::tally`. Whether profiling is on is fixed when the state is created, and we
     // hold its lock.
-    let pending = profile::begin(&mut st, site, root as u32, bytes, seq);
+    let pending = profile::begin(&mut st, site, root as u32, bytes, call);
     let result = match local {
         Err(e) => {
             if st.size > 1 {
                 // Take part anyway so that ranks depending on this one learn of the failure.
+                let seq = next_seq(&mut st);
                 let ctx = ctx(&st, seq);
                 let _ = participate_without_data(&mut st, &ctx, root as u32);
             }
             Err(e)
         }
-        Ok(layout) => run(&mut st, seq, buf, count as u64, datatype, &layout, root as u32),
+        Ok(layout) => routed(&mut st, comm, buf, count as u64, datatype, &layout, root as u32),
     };
     let Some(pending) = pending else {
         return result;
     };
     let took = profile::end(&mut st, pending, result.is_ok());
-    if let Some(topo_s) = took.filter(|_| profile::compare_due(&st, seq)) {
+    if let Some(topo_s) = took.filter(|_| profile::compare_due(&st, call)) {
         if profile::all_ok(st.comm, result.is_ok() && count <= i32::MAX as i64) {
             // Every rank succeeded, so sizes agree: time MPI_Bcast on the same (now identical)
             // data.
@@ -110,6 +117,180 @@ pub unsafe fn bcast_with(
         }
     }
     result
+}
+
+/// The sequence number of a call that runs treecast's plan (its messages' tags carry it).
+fn next_seq(st: &mut CommState) -> u64 {
+    let seq = st.seq;
+    st.seq += 1;
+    seq
+}
+
+/// Run a valid call on its route (see `route`): the library's `MPI_Bcast` or treecast's plan,
+/// timing it while the (root, size class) is on trial and deciding, with every rank, when the
+/// trial is complete.
+unsafe fn routed(
+    st: &mut CommState,
+    user_comm: MPI_Comm,
+    buf: *mut c_void,
+    count: u64,
+    datatype: MPI_Datatype,
+    layout: &Layout,
+    root: u32,
+) -> Result<()> {
+    let class = size_class(layout.bytes);
+    if class == 0 {
+        return Ok(());
+    }
+    // One rank included: the library's no-op broadcast then takes the fast path like any other.
+    let sel = st.selection(root, class);
+    let route = sel.next();
+    let trial = sel.settled().is_none();
+    let t0 = if trial { crate::exec::raw::wtime() } else { 0.0 };
+    let result = match route {
+        Route::Library => library_bcast(st.comm, buf, count, datatype, root),
+        Route::Plan => {
+            let seq = next_seq(st);
+            run(st, seq, buf, count, datatype, layout, root)
+        }
+    };
+    if trial {
+        let took = crate::exec::raw::wtime() - t0;
+        if st.selection(root, class).record(route, took) {
+            decide(st, root, class)?;
+        }
+    } else if route == Route::Library && result.is_ok() && !st.profile.enabled {
+        fast::remember(user_comm, st.comm, buf, count, datatype, root);
+    }
+    result
+}
+
+/// End the trial of (root, size class): every rank contributes its median time of each route,
+/// the slowest rank's decide (one `MPI_Allreduce`), so all ranks settle on the same route.
+fn decide(st: &mut CommState, root: u32, class: u8) -> Result<()> {
+    let mine = st.selection(root, class).medians();
+    let mut worst = [0.0f64; 2];
+    // SAFETY: collective on our duplicate, reached by every rank at the same call.
+    unsafe {
+        crate::exec::raw::check(
+            mpi::ffi::PMPI_Allreduce(
+                mine.as_ptr() as *const c_void,
+                worst.as_mut_ptr() as *mut c_void,
+                2,
+                mpi::ffi::RSMPI_DOUBLE,
+                mpi::ffi::RSMPI_MAX,
+                st.comm,
+            ),
+            "MPI_Allreduce",
+        )?;
+    }
+    let chosen = st.selection(root, class).decide(worst);
+    if st.rank == 0 {
+        let (lo, hi) = crate::profile::report::class_bytes(class);
+        log::info!(
+            "treecast: root {root}, {lo} .. {hi} B: {} (medians over {} calls of each, slowest rank: library MPI_Bcast {:.2} us, treecast plan {:.2} us)",
+            chosen.name(),
+            super::route::TRIAL_CALLS,
+            worst[0] * 1e6,
+            worst[1] * 1e6
+        );
+    }
+    Ok(())
+}
+
+/// The library's own broadcast on our duplicate communicator (errors returned, not fatal).
+unsafe fn library_bcast(comm: MPI_Comm, buf: *mut c_void, count: u64, datatype: MPI_Datatype, root: u32) -> Result<()> {
+    let rc = mpi::ffi::PMPI_Bcast(buf, count as std::os::raw::c_int, datatype, root as i32, comm);
+    crate::exec::raw::check(rc, "MPI_Bcast")
+}
+
+/// The per-thread fast path of repeated calls on the library route: the same communicator,
+/// datatype, count and root as this thread's previous call, whose route was settled on the
+/// library. It skips the attribute lookup, the lock and the datatype queries — what a
+/// broadcast of a few bytes cannot afford next to the library's 0.1-0.3 us.
+///
+/// Safe to trust only while nothing it remembers can have changed: the communicator's state
+/// still exists (any state's deletion bumps [`state::EPOCH`]), the datatype is a predefined one
+/// (never freed, so its handle cannot be reused for another layout), profiling is off for the
+/// communicator, and the buffer is not NULL.
+mod fast {
+    use super::*;
+    use std::cell::Cell;
+    use std::sync::atomic::Ordering;
+
+    #[derive(Clone, Copy)]
+    struct Last {
+        comm: MPI_Comm,
+        datatype: MPI_Datatype,
+        count: i64,
+        root: i32,
+        dup: MPI_Comm,
+        epoch: u64,
+    }
+
+    thread_local! {
+        static LAST: Cell<Option<Last>> = const { Cell::new(None) };
+    }
+
+    /// The call's result when it takes the fast path, else `None`.
+    ///
+    /// # Safety
+    /// As for [`super::bcast`].
+    pub unsafe fn try_library(
+        comm: MPI_Comm,
+        buf: *mut c_void,
+        count: i64,
+        datatype: MPI_Datatype,
+        root: i32,
+    ) -> Option<Result<()>> {
+        let last = LAST.with(Cell::get)?;
+        if last.comm != comm
+            || last.datatype != datatype
+            || last.count != count
+            || last.root != root
+            || buf.is_null()
+            || last.epoch != state::EPOCH.load(Ordering::Acquire)
+        {
+            return None;
+        }
+        let rc = mpi::ffi::PMPI_Bcast(buf, count as std::os::raw::c_int, datatype, root, last.dup);
+        Some(crate::exec::raw::check(rc, "MPI_Bcast"))
+    }
+
+    /// Remember a call that ran on the settled library route (see the module docs for when).
+    ///
+    /// # Safety
+    /// `datatype` must be a valid handle.
+    pub unsafe fn remember(
+        comm: MPI_Comm,
+        dup: MPI_Comm,
+        buf: *mut c_void,
+        count: u64,
+        datatype: MPI_Datatype,
+        root: u32,
+    ) {
+        if buf.is_null() || count > i32::MAX as u64 || !predefined(datatype) {
+            return;
+        }
+        LAST.with(|l| {
+            l.set(Some(Last {
+                comm,
+                datatype,
+                count: count as i64,
+                root: root as i32,
+                dup,
+                epoch: state::EPOCH.load(Ordering::Acquire),
+            }))
+        });
+    }
+
+    /// A predefined (named) datatype: one that is never freed.
+    unsafe fn predefined(datatype: MPI_Datatype) -> bool {
+        let (mut ni, mut na, mut nd, mut combiner) = (0, 0, 0, 0);
+        mpi::ffi::PMPI_Type_get_envelope(datatype, &mut ni, &mut na, &mut nd, &mut combiner)
+            == mpi::ffi::MPI_SUCCESS as std::os::raw::c_int
+            && combiner == mpi::ffi::MPI_COMBINER_NAMED as std::os::raw::c_int
+    }
 }
 
 /// Every rank sees the same invalid root: all return at once, nobody communicates.

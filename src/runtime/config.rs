@@ -11,6 +11,7 @@
 //! | `TREECAST_PROBE_SETS` | `back-to-back`: each pair measures its sets in one window; `interleaved`: one window per set over all pairs (protects emulated hosts from scheduling stalls, costs a coordination per set) | `interleaved` where hosts share a kernel, else `back-to-back` |
 //! | `TREECAST_PROBE_BANDWIDTH` | bytes per transfer of the bandwidth map built after inference (`0`: no map, plans then see only latency) | `1MiB` |
 //! | `TREECAST_PROBE_DUMP` | write every probe measurement (host names, each pair's round trips in sets) as JSON to this path, for `treecast infer --replay` and offline study | unset |
+//! | `TREECAST_ROUTE` | `auto`: each (root, size class) on the faster of treecast's plan and the MPI library's `MPI_Bcast` (by prediction, else a timed trial); `plan`: always treecast's plan (full error detection); `library`: always the library where it can serve | `auto` |
 //! | `TREECAST_SEGMENT` | segment size in bytes for pipelined plans (e.g. `128KiB`) | planner's choice |
 //! | `TREECAST_TIMEOUT` | seconds without progress after which a broadcast gives up with an error | unset (wait) |
 //! | `TREECAST_PROFILE` | write a per-call-site profile (JSON) to this path at `MPI_Finalize` | unset |
@@ -36,6 +37,8 @@ pub struct Config {
     pub probe_bandwidth_bytes: Option<u64>,
     /// Write the raw probe measurements here (`TREECAST_PROBE_DUMP`).
     pub probe_dump: Option<String>,
+    /// How routes are chosen (`TREECAST_ROUTE`).
+    pub route: super::route::RoutePolicy,
     pub segment_bytes: Option<u64>,
     pub timeout_s: Option<f64>,
     pub profile_path: Option<String>,
@@ -120,6 +123,14 @@ impl Config {
                 },
             },
             probe_dump: var("TREECAST_PROBE_DUMP"),
+            route: var("TREECAST_ROUTE")
+                .map(|v| {
+                    super::route::RoutePolicy::parse(&v).unwrap_or_else(|| {
+                        log::warn!("TREECAST_ROUTE={v:?} is not auto, plan or library; using auto");
+                        super::route::RoutePolicy::Auto
+                    })
+                })
+                .unwrap_or_default(),
             segment_bytes: var("TREECAST_SEGMENT").and_then(|v| {
                 let b = parse_bytes(&v).filter(|&b| b > 0);
                 if b.is_none() {

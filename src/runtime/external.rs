@@ -39,8 +39,8 @@ pub unsafe fn begin_external(
 ) -> Result<ExternalCall> {
     let slot = state::get_checked(comm, || Ok(()))?;
     let mut st = slot.lock().unwrap_or_else(|p| p.into_inner());
-    let seq = st.seq;
-    st.seq += 1;
+    let seq = st.calls;
+    st.calls += 1;
     let pending = if st.profile.enabled {
         let bytes = message_bytes(count, datatype);
         profile::begin_mpi_bcast(&mut st, site, root.max(0) as u32, bytes, seq)

@@ -6,6 +6,7 @@ pub mod config;
 pub mod external;
 pub mod planner;
 pub mod prober;
+pub mod route;
 pub mod state;
 pub mod topo;
 

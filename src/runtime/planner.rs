@@ -113,6 +113,16 @@ impl Planner {
         }
     }
 
+    /// Whether the topology describes a network of two hosts or more.
+    pub fn has_network(&self) -> bool {
+        self.network_topology().is_some()
+    }
+
+    /// Whether `TREECAST_ALGORITHM` forces an algorithm.
+    pub fn forced_algorithm(&self) -> bool {
+        self.algorithm.is_some()
+    }
+
     /// The communicator's rank-level topology, if known.
     pub fn topology(&self) -> Option<&crate::topology::Topology> {
         self.topology.as_deref()

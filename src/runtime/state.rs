@@ -40,8 +40,13 @@ pub struct CommState {
     pub comm: MPI_Comm,
     pub rank: u32,
     pub size: u32,
-    /// Sequence number of the next call (identical on every rank).
+    /// Sequence number of the next call that runs treecast's plan (identical on every rank;
+    /// the tags of a call's messages carry it). Calls on the library route do not use one.
     pub seq: u64,
+    /// Number of calls so far, whatever their route (profiling samples by it).
+    pub calls: u64,
+    /// The route of each (root, size class) (see `route`).
+    routes: HashMap<(u32, u8), super::route::Selection>,
     pub codec: TagCodec,
     pub planner: Planner,
     plans: PlanCache<LocalPlan>,
@@ -104,7 +109,39 @@ impl<V> PlanCache<V> {
 /// gathers of the finalize hook deadlock-free whatever order threads created states in.
 pub type OrderKey = (i64, i64);
 
+/// Most route selections kept per communicator; beyond it the settled ones are forgotten (and
+/// settled again, identically on every rank: all ranks see the same sequence of calls).
+const ROUTE_LIMIT: usize = 4096;
+
+/// Bumped whenever a communicator's state goes away (or its routes are forgotten): the
+/// broadcast's per-thread fast path (see `bcast`) remembers states by address and must not
+/// trust a remembered one after that.
+pub static EPOCH: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+fn bump_epoch() {
+    EPOCH.fetch_add(1, std::sync::atomic::Ordering::AcqRel);
+}
+
 impl CommState {
+    /// The route selection of (root, size class), made on first use from inputs identical on
+    /// every rank (see [`super::route::initial`]).
+    pub fn selection(&mut self, root: u32, class: u8) -> &mut super::route::Selection {
+        use super::route::{initial, RoutePolicy, LIBRARY_MAX_CLASS};
+        if !self.routes.contains_key(&(root, class)) {
+            if self.routes.len() >= ROUTE_LIMIT {
+                self.routes.retain(|_, s| s.settled().is_none());
+                bump_epoch();
+            }
+            let network = self.planner.has_network();
+            let forced = self.planner.forced_algorithm();
+            let needs_plan = network && !forced && self.config.route == RoutePolicy::Auto && class <= LIBRARY_MAX_CLASS;
+            let plan = needs_plan.then(|| self.plan(root, class));
+            let sel = initial(self.config.route, class, forced, network, plan.as_deref());
+            self.routes.insert((root, class), sel);
+        }
+        self.routes.get_mut(&(root, class)).expect("just inserted")
+    }
+
     /// This rank's part of the plan for (root, size class), computed on first use. Planning is
     /// deterministic, so every rank computes the same plan without communicating.
     pub fn plan(&mut self, root: u32, class: u8) -> Arc<LocalPlan> {
@@ -183,6 +220,7 @@ unsafe extern "C" fn delete_state(_comm: MPI_Comm, _kv: c_int, val: *mut c_void,
             .retain(|&a| a != val as usize);
         // SAFETY: val is the Box we leaked in `create`.
         let slot: Box<Slot> = Box::from_raw(val as *mut Slot);
+        bump_epoch();
         let mut st = slot.lock().unwrap_or_else(|p| p.into_inner());
         crate::profile::on_comm_free(&mut st);
         st.release();
@@ -198,6 +236,7 @@ unsafe extern "C" fn delete_state(_comm: MPI_Comm, _kv: c_int, val: *mut c_void,
 /// state goes last so it can carry the final gather.
 unsafe extern "C" fn finalize_hook(_comm: MPI_Comm, _kv: c_int, _val: *mut c_void, _extra: *mut c_void) -> c_int {
     let r = std::panic::catch_unwind(|| {
+        bump_epoch();
         let addrs: Vec<usize> = std::mem::take(&mut *live().lock().unwrap_or_else(|p| p.into_inner()));
         // SAFETY: addresses in LIVE are Boxes owned by attributes that MPI has not deleted yet;
         // we only release MPI resources and leave the Box to the delete callback.
@@ -376,6 +415,8 @@ unsafe fn create(user: MPI_Comm) -> Result<CommState> {
         rank,
         size,
         seq: 0,
+        calls: 0,
+        routes: HashMap::new(),
         codec: TagCodec::new(tag_ub),
         planner,
         plans: PlanCache::new(PLAN_CACHE_LIMIT),

@@ -1,0 +1,279 @@
+//! Which way each (root, size class) travels: treecast's own plan (point-to-point sends in the
+//! order the planner chose) or the MPI library's `MPI_Bcast` on the private communicator.
+//!
+//! Why both: where the best plan is what the library does anyway (one host, where its
+//! shared-memory collectives are tuned; small messages where the network topology adds nothing)
+//! replaying the library's algorithm with point-to-point calls can only add the cost of those
+//! calls — 0.4-0.7 us against the library's 0.12-0.35 us for 8 bytes. Where the topology helps
+//! (large messages across oversubscribed uplinks) the plan is several times faster.
+//!
+//! **Choice.** Without a network topology, or when the chosen plan is one of the library's own
+//! algorithms, or when the plan's predicted time is at least twice the library's (its
+//! algorithm's simulated lower bound), the route is clear at once. Otherwise the first
+//! [`TRIAL_CALLS`] calls of each route alternate, every rank timing its own part, and at the end
+//! one `MPI_Allreduce` (max over ranks of each route's median) decides for every rank alike —
+//! never a per-rank guess, so ranks cannot diverge. `TREECAST_ROUTE` forces one route.
+//!
+//! **Semantics.** Results are the same either way. Error detection differs: treecast's route
+//! finds a rank whose count disagrees with the root's and turns it into `MPI_ERR_TRUNCATE` there
+//! and an error downstream, without hanging; on the library route erroneous calls behave as
+//! they do with `MPI_Bcast` itself. `TREECAST_ROUTE=plan` keeps every call on the checked route.
+//! Every rank must choose the same route for a call, which holds when all pass the same root
+//! and message size (as `MPI_Bcast` requires).
+
+use crate::exec::LocalPlan;
+
+/// How a call is broadcast.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Route {
+    /// The MPI library's `MPI_Bcast` on the private communicator.
+    Library,
+    /// Treecast's plan, point to point.
+    Plan,
+}
+
+impl Route {
+    pub fn name(self) -> &'static str {
+        match self {
+            Route::Library => "library MPI_Bcast",
+            Route::Plan => "treecast plan",
+        }
+    }
+}
+
+/// `TREECAST_ROUTE`: how routes are chosen.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum RoutePolicy {
+    /// By prediction, else by a timed trial (the default).
+    #[default]
+    Auto,
+    /// Always treecast's plan (full error detection).
+    Plan,
+    /// Always the library's `MPI_Bcast` (where a call can use it).
+    Library,
+}
+
+impl RoutePolicy {
+    pub fn parse(s: &str) -> Option<RoutePolicy> {
+        match s.trim() {
+            "auto" => Some(RoutePolicy::Auto),
+            "plan" => Some(RoutePolicy::Plan),
+            "library" => Some(RoutePolicy::Library),
+            _ => None,
+        }
+    }
+}
+
+/// Timed calls per route before the choice is made.
+pub const TRIAL_CALLS: usize = 5;
+
+/// Largest size class the library route serves: `MPI_Bcast` takes an `int` count, and every
+/// element is at least one byte, so a message below 2^31 bytes fits whatever its datatype.
+pub const LIBRARY_MAX_CLASS: u8 = 31;
+
+/// A plan whose predicted time is at most this fraction of the library's simulated lower bound
+/// wins without a trial.
+const CLEAR_WIN: f64 = 0.5;
+
+/// The route of one (root, size class): decided, or being tried.
+#[derive(Clone, Debug, Default)]
+pub struct Selection {
+    decided: Option<Route>,
+    calls: u32,
+    library_s: Vec<f64>,
+    plan_s: Vec<f64>,
+}
+
+impl Selection {
+    pub fn decided(route: Route) -> Selection {
+        Selection {
+            decided: Some(route),
+            ..Selection::default()
+        }
+    }
+
+    pub fn trial() -> Selection {
+        Selection::default()
+    }
+
+    /// The route settled on, if any.
+    pub fn settled(&self) -> Option<Route> {
+        self.decided
+    }
+
+    /// The route of the next call: the decision, else the trial's alternation (library first).
+    pub fn next(&self) -> Route {
+        self.decided.unwrap_or(if self.calls.is_multiple_of(2) {
+            Route::Library
+        } else {
+            Route::Plan
+        })
+    }
+
+    /// Record a trial call's time on this rank (seconds). Returns true when the trial is
+    /// complete and a decision is due (on every rank at the same call).
+    pub fn record(&mut self, route: Route, seconds: f64) -> bool {
+        if self.decided.is_some() {
+            return false;
+        }
+        self.calls += 1;
+        match route {
+            Route::Library => self.library_s.push(seconds),
+            Route::Plan => self.plan_s.push(seconds),
+        }
+        self.library_s.len() >= TRIAL_CALLS && self.plan_s.len() >= TRIAL_CALLS
+    }
+
+    /// This rank's median time of each route: `[library, plan]`.
+    pub fn medians(&self) -> [f64; 2] {
+        [median(&self.library_s), median(&self.plan_s)]
+    }
+
+    /// Decide from the slowest rank's medians (`[library, plan]`, identical on every rank):
+    /// the faster route, the library on a tie (it also keeps its own error semantics).
+    pub fn decide(&mut self, worst: [f64; 2]) -> Route {
+        let r = if worst[1] < worst[0] {
+            Route::Plan
+        } else {
+            Route::Library
+        };
+        self.decided = Some(r);
+        r
+    }
+}
+
+fn median(v: &[f64]) -> f64 {
+    let mut s = v.to_vec();
+    s.sort_by(f64::total_cmp);
+    match s.len() {
+        0 => f64::INFINITY,
+        n if n % 2 == 1 => s[n / 2],
+        n => 0.5 * (s[n / 2 - 1] + s[n / 2]),
+    }
+}
+
+/// The selection a (root, size class) starts with, from inputs identical on every rank.
+///
+/// - `policy` forces a route (the library only up to [`LIBRARY_MAX_CLASS`]);
+/// - a forced algorithm (`TREECAST_ALGORITHM`) or a class beyond the library's reach: the plan;
+/// - no network topology (one host, or none known): the library — the plan would replay its
+///   algorithm;
+/// - a plan that is one of the MPI libraries' algorithms (`mpi:...`): the library;
+/// - a plan predicted at most half the library's lower bound: the plan;
+/// - otherwise a trial.
+pub fn initial(
+    policy: RoutePolicy,
+    class: u8,
+    forced_algorithm: bool,
+    network: bool,
+    plan: Option<&LocalPlan>,
+) -> Selection {
+    if class > LIBRARY_MAX_CLASS {
+        return Selection::decided(Route::Plan);
+    }
+    match policy {
+        RoutePolicy::Plan => return Selection::decided(Route::Plan),
+        RoutePolicy::Library => return Selection::decided(Route::Library),
+        RoutePolicy::Auto => {}
+    }
+    if forced_algorithm {
+        return Selection::decided(Route::Plan);
+    }
+    if !network {
+        return Selection::decided(Route::Library);
+    }
+    let Some(plan) = plan else {
+        return Selection::trial();
+    };
+    if plan.algorithm.starts_with("mpi:") {
+        return Selection::decided(Route::Library);
+    }
+    match (plan.predicted_time_s, plan.library_time_s) {
+        (Some(p), Some(l)) if p <= CLEAR_WIN * l => Selection::decided(Route::Plan),
+        _ => Selection::trial(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn plan(algorithm: &str, predicted: Option<f64>, library: Option<f64>) -> LocalPlan {
+        LocalPlan {
+            root: 0,
+            nsegs: 1,
+            ops: Vec::new(),
+            algorithm: algorithm.into(),
+            predicted_time_s: predicted,
+            planned_bytes: 8,
+            library_time_s: library,
+        }
+    }
+
+    #[test]
+    fn clear_cases_need_no_trial() {
+        let p = plan("hier-pipeline", Some(0.1), Some(0.6));
+        let close = plan("hier-pipeline", Some(0.1), Some(0.15));
+        assert_eq!(
+            initial(RoutePolicy::Auto, 10, false, false, Some(&p)).settled(),
+            Some(Route::Library)
+        );
+        assert_eq!(
+            initial(
+                RoutePolicy::Auto,
+                10,
+                false,
+                true,
+                Some(&plan("mpi:binomial", Some(1.0), Some(1.0)))
+            )
+            .settled(),
+            Some(Route::Library)
+        );
+        assert_eq!(
+            initial(RoutePolicy::Auto, 22, false, true, Some(&p)).settled(),
+            Some(Route::Plan)
+        );
+        assert_eq!(
+            initial(RoutePolicy::Auto, 22, false, true, Some(&close)).settled(),
+            None
+        );
+        assert_eq!(
+            initial(RoutePolicy::Auto, 10, true, false, Some(&p)).settled(),
+            Some(Route::Plan)
+        );
+        assert_eq!(
+            initial(RoutePolicy::Plan, 3, false, false, None).settled(),
+            Some(Route::Plan)
+        );
+        assert_eq!(
+            initial(RoutePolicy::Library, 3, false, true, Some(&p)).settled(),
+            Some(Route::Library)
+        );
+        // Beyond an int count the library cannot serve, whatever the policy.
+        assert_eq!(
+            initial(RoutePolicy::Library, 32, false, false, None).settled(),
+            Some(Route::Plan)
+        );
+    }
+
+    #[test]
+    fn a_trial_alternates_then_takes_the_faster_by_the_worst_rank() {
+        let mut s = Selection::trial();
+        let mut due = false;
+        for k in 0..2 * TRIAL_CALLS {
+            let r = s.next();
+            assert_eq!(r, if k % 2 == 0 { Route::Library } else { Route::Plan });
+            due = s.record(r, if r == Route::Library { 2e-6 } else { 1e-6 });
+            assert_eq!(due, k + 1 == 2 * TRIAL_CALLS);
+        }
+        assert!(due);
+        assert_eq!(s.medians(), [2e-6, 1e-6]);
+        // This rank saw the plan faster, but the slowest rank did not: the worst decides.
+        assert_eq!(s.decide([2e-6, 3e-6]), Route::Library);
+        assert_eq!(s.next(), Route::Library);
+        assert!(!s.record(Route::Library, 1.0), "no trial after the decision");
+        // A tie keeps the library.
+        let mut t = Selection::trial();
+        assert_eq!(t.decide([1e-6, 1e-6]), Route::Library);
+    }
+}
