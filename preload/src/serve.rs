@@ -55,6 +55,19 @@ pub unsafe fn bcast(
     if !mode.serve && !mode.profile {
         return ffi::PMPI_Bcast(buf, count, datatype, root, comm);
     }
+    // A call repeating this thread's last one on a settled library route: no checks needed
+    // (it was valid, on a live intra-communicator; see `runtime::bcast::try_fast`).
+    if mode.serve && buf != treecast_preload_mpi_in_place {
+        if let Some(r) = runtime::bcast::try_fast(comm, buf, count as i64, datatype, root) {
+            return match r {
+                Ok(()) => SUCCESS,
+                Err(e) => {
+                    let rc = guard(|| Err(e));
+                    raise(comm, rc)
+                }
+            };
+        }
+    }
     if let Some(why) = left_to_mpi(comm, root, mode.initialized) {
         log::debug!("treecast preload: MPI_Bcast left to the MPI library: {why}");
         return ffi::PMPI_Bcast(buf, count, datatype, root, comm);
