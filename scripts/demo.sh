@@ -77,7 +77,7 @@ target/release/treecast plan --topology "$work/tree.json" --root 0 --bytes 4MiB 
 
 echo
 echo "== 3. topo_bcast vs Open MPI's MPI_Bcast (tuned), same job, medians over iterations"
-"${emu[@]}" mpirun "${yield[@]}" target/release/treecast bench --min 1KiB --max 16MiB --step 4 --iters 40 \
+"${emu[@]}" mpirun "${yield[@]}" target/release/treecast bench --mode barrier --min 1KiB --max 16MiB --step 4 --iters 40 \
   2>/dev/null | tee "$work/bench.txt"
 
 echo
