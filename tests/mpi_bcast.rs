@@ -153,6 +153,21 @@ fn bad_input_errors_without_hangs() {
     }
 }
 
+/// A 7-byte segment is raised to the planners' smallest (4 KiB) and a message is never cut into
+/// more than their limit of segments: the forced pipeline broadcast of 1 MiB completes (it used
+/// to run past 300 s as 150,000 messages per call) and delivers the data.
+#[test]
+fn absurd_segment_sizes_are_raised() {
+    let env = [
+        ("TREECAST_TIMEOUT", "120"),
+        ("TREECAST_ROUTE", "plan"),
+        ("TREECAST_SEGMENT", "7"),
+        ("TREECAST_ALGORITHM", "pipeline"),
+    ];
+    let out = mpirun(4, &example("check_bcast"), &["match", "u8:world:1MiB+3"], &env, 600);
+    assert_ok(&out, 1, "1 MiB + 3 B with TREECAST_SEGMENT=7");
+}
+
 #[test]
 fn ten_thousand_calls_do_not_grow_memory() {
     let out = mpirun(4, &example("check_bcast"), &["soak", "10000"], ENV, 900);

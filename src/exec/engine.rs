@@ -456,8 +456,10 @@ fn check_arrival(ctx: &CallCtx, st: &MPI_Status, peer: u32, expected: u64) -> Op
         ));
     }
     match raw::status_bytes(st) {
-        Ok(0) => Some(upstream_error(ctx.me, peer)),
         Ok(n) if n == expected => None,
+        // Zero bytes where data was due: the sender passes on a failure (poison). In an empty
+        // broadcast (class 0) zero bytes are the message itself.
+        Ok(0) => Some(upstream_error(ctx.me, peer)),
         Ok(n) => Some(Error::new(
             ErrorKind::Truncate,
             format!(

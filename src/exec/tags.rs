@@ -5,13 +5,15 @@
 //! a slow rank's current receives. The size class in the tag lets a rank detect that the root's
 //! message size differs from its own (an erroneous call): it sees a message of its current `seq`
 //! with another class waiting, and joins the root's plan in error mode instead of hanging.
-//! Class 0 (an empty message, which never sends data) marks poison: "the sender failed".
+//! Size classes are 0 (an empty message: an empty broadcast still runs a plan of empty messages,
+//! so a rank whose count differs from the root's finds out) to 64; one more value marks poison:
+//! "the sender failed".
 
-/// Number of distinct classes (0..=64).
-pub const CLASSES: u64 = 65;
+/// Number of distinct classes: the size classes 0..=64 and [`POISON_CLASS`].
+pub const CLASSES: u64 = 66;
 
 /// Class value used for poison messages.
-pub const POISON_CLASS: u8 = 0;
+pub const POISON_CLASS: u8 = 65;
 
 /// Encodes (seq, class) into tags below the communicator's `MPI_TAG_UB`.
 #[derive(Clone, Copy, Debug)]
@@ -56,9 +58,9 @@ mod tests {
     fn tags_stay_below_bound_and_distinguish() {
         for ub in [32767, 1 << 20, i32::MAX] {
             let c = TagCodec::new(ub);
-            assert!(c.seq_period() >= 504);
+            assert!(c.seq_period() >= 496);
             for seq in [0u64, 1, 2, c.seq_period() - 1, c.seq_period(), u64::MAX] {
-                for class in [0u8, 1, 33, 64] {
+                for class in [0u8, 1, 33, 64, POISON_CLASS] {
                     let t = c.tag(seq, class);
                     assert!(t >= 0 && t < c.control_tag(), "{t} >= {}", c.control_tag());
                 }

@@ -130,6 +130,12 @@ pub fn text(report: &ProfileReport) -> String {
     );
     for c in &report.communicators {
         let _ = writeln!(o, "\n@--- {} ({} ranks) ---", c.label, c.size);
+        if c.sites.is_empty() {
+            // A communicator treecast set up that broadcast nothing (MPI_COMM_WORLD of a program
+            // that broadcasts on sub-communicators only, as IMB does): say so, no empty table.
+            let _ = writeln!(o, "no broadcasts on this communicator");
+            continue;
+        }
         let _ = writeln!(
             o,
             "{:<40} {:>8} {:>12} {:>10} {:>10} {:>10} {:>10} {:>7} {:>12}  Predicted for",
@@ -667,6 +673,27 @@ mod tests {
         let big = class_row("512 B..<1 KiB");
         assert_eq!(big[3..6], ["4", "4700", "12.00"], "{big:?}");
         assert_eq!(big[big.len() - 5..], ["15.00", "1175", "B", "root", "0"], "{big:?}");
+    }
+
+    #[test]
+    fn a_communicator_without_broadcasts_says_so_instead_of_an_empty_table() {
+        let mut r = sample();
+        let mut quiet = r.communicators[0].clone();
+        quiet.label = "MPI_COMM_WORLD".into();
+        quiet.sites.clear();
+        r.communicators[0].label = "comm 1".into();
+        r.communicators.insert(0, quiet);
+        let t = text(&r);
+        let world = t
+            .split("@--- ")
+            .find(|b| b.starts_with("MPI_COMM_WORLD"))
+            .expect("world block");
+        assert!(world.contains("no broadcasts on this communicator"), "{t}");
+        assert!(!world.contains("Call site"), "no empty table: {t}");
+        assert!(
+            t.contains("src/main.rs:10"),
+            "the other communicator keeps its table: {t}"
+        );
     }
 
     #[test]

@@ -139,10 +139,9 @@ unsafe fn routed(
     root: u32,
 ) -> Result<()> {
     let class = size_class(layout.bytes);
-    if class == 0 {
-        return Ok(());
-    }
-    // One rank included: the library's no-op broadcast then takes the fast path like any other.
+    // One rank included, and empty messages (class 0): on the library route the library's
+    // broadcast then takes the fast path like any other; on treecast's route an empty
+    // broadcast runs a plan of empty messages, so every rank learns the root's size.
     let sel = st.selection(root, class);
     let route = sel.next();
     let trial = sel.settled().is_none();
@@ -421,7 +420,7 @@ unsafe fn run(
     root: u32,
 ) -> Result<()> {
     let class = size_class(layout.bytes);
-    if st.size <= 1 || class == 0 {
+    if st.size <= 1 {
         return Ok(());
     }
     let plan = st.plan(root, class);

@@ -17,6 +17,7 @@
 //! | `TREECAST_PROFILE` | write a per-call-site profile (JSON) to this path at `MPI_Finalize` | unset |
 //! | `TREECAST_PROFILE_TIMING` | with profiling, `all` times every call; `sample` times an adaptive sample so timing costs at most 0.25% (every call is still counted) | `sample` |
 //! | `TREECAST_PROFILE_COMPARE` | with profiling, every Nth call also times `MPI_Bcast` on the same data | unset |
+//! | `TREECAST_TAG_UB` | testing: use at most this tag bound (at least 32767, as the MPI standard guarantees), so tests can drive the tag sequence through a wrap in a few hundred calls | `MPI_TAG_UB` |
 //! | `TREECAST_VIRTUAL_HOSTS` | testing: pretend every N consecutive ranks form one host named `vhostK` | unset |
 //! | `TREECAST_INTERCEPT` | interposer (`libtreecast_preload.so`) only: `0` leaves `MPI_Bcast` to the MPI library and only profiles it | `1` |
 
@@ -45,6 +46,8 @@ pub struct Config {
     pub profile_compare: Option<u64>,
     /// Time every profiled call (`TREECAST_PROFILE_TIMING=all`), not a sample.
     pub profile_time_all: bool,
+    /// Testing knob: cap on the tag bound (`TREECAST_TAG_UB`).
+    pub tag_ub: Option<i32>,
     /// Testing knob: group ranks into virtual hosts of this many consecutive ranks.
     pub virtual_hosts: Option<u32>,
     /// Whether the `LD_PRELOAD` interposer serves `MPI_Bcast` itself (`TREECAST_INTERCEPT`).
@@ -133,10 +136,18 @@ impl Config {
                 .unwrap_or_default(),
             segment_bytes: var("TREECAST_SEGMENT").and_then(|v| {
                 let b = parse_bytes(&v).filter(|&b| b > 0);
-                if b.is_none() {
-                    log::warn!("TREECAST_SEGMENT={v:?} is not a byte size; ignored");
+                match b {
+                    None => log::warn!("TREECAST_SEGMENT={v:?} is not a byte size; ignored"),
+                    Some(b) if b < crate::plan::pipeline::MIN_SEGMENT_BYTES => log::warn!(
+                        "TREECAST_SEGMENT={v:?} is below {} bytes, the smallest segment plans use; using {} bytes \
+                         (and never more than {} segments per message)",
+                        crate::plan::pipeline::MIN_SEGMENT_BYTES,
+                        crate::plan::pipeline::MIN_SEGMENT_BYTES,
+                        crate::plan::pipeline::MAX_SEGMENTS
+                    ),
+                    Some(_) => {}
                 }
-                b
+                b.map(|b| b.max(crate::plan::pipeline::MIN_SEGMENT_BYTES))
             }),
             timeout_s: parse_f64("TREECAST_TIMEOUT"),
             profile_path: var("TREECAST_PROFILE"),
@@ -149,6 +160,13 @@ impl Config {
                     false
                 }
             },
+            tag_ub: var("TREECAST_TAG_UB").and_then(|v| match v.parse::<i32>() {
+                Ok(x) if x >= 32767 => Some(x),
+                _ => {
+                    log::warn!("TREECAST_TAG_UB={v:?} is not a number of at least 32767; ignored");
+                    None
+                }
+            }),
             virtual_hosts: var("TREECAST_VIRTUAL_HOSTS").and_then(|v| v.parse().ok().filter(|&n: &u32| n > 0)),
             intercept: var("TREECAST_INTERCEPT")
                 .map(|v| parse_switch("TREECAST_INTERCEPT", &v))

@@ -25,6 +25,15 @@ pub struct Planner {
     message_overhead_s: Option<f64>,
 }
 
+/// Segments for a message of `bytes` cut at `seg` bytes (`TREECAST_SEGMENT`, already at least
+/// `plan::pipeline::MIN_SEGMENT_BYTES`): never more than the planners' own limit
+/// (`plan::pipeline::MAX_SEGMENTS`) nor than the size class allows. Without the cap a 7-byte
+/// segment made a 1 MiB broadcast 150,000 messages and ran for minutes.
+fn forced_segments(bytes: u64, seg: u64, class: u8) -> u32 {
+    let cap = class_max_segments(class).min(plan::pipeline::MAX_SEGMENTS) as u64;
+    bytes.div_ceil(seg.max(1)).clamp(1, cap.max(1)) as u32
+}
+
 impl Planner {
     /// Collective over `comm` (all ranks call it during state creation).
     pub fn create(comm: MPI_Comm, rank: u32, size: u32, cfg: &Config) -> Result<Planner> {
@@ -90,9 +99,7 @@ impl Planner {
         let bytes = class_representative(class);
         let opts = plan::PlanOptions {
             algorithm: algo,
-            segments: self
-                .segment_bytes
-                .map(|seg| bytes.div_ceil(seg).clamp(1, class_max_segments(class) as u64) as u32),
+            segments: self.segment_bytes.map(|seg| forced_segments(bytes, seg, class)),
             message_overhead_s: self.message_overhead_s(),
             ..plan::PlanOptions::default()
         };
@@ -142,10 +149,15 @@ impl Planner {
     pub fn plan(&self, root: u32, class: u8) -> Plan {
         let n = self.nranks;
         let bytes = class_representative(class);
-        if n <= 1 || class == 0 {
+        if n <= 1 {
             return Plan::empty(n, root, "none");
         }
-        let nsegs_for = |seg: u64| bytes.div_ceil(seg).clamp(1, class_max_segments(class) as u64) as u32;
+        if class == 0 {
+            // An empty broadcast still visits every rank (empty messages down a binomial tree),
+            // so a rank whose count is not zero finds out the root's is (and the reverse).
+            return Plan::from_tree(root, &trees::binomial(n, root), 1, "empty");
+        }
+        let nsegs_for = |seg: u64| forced_segments(bytes, seg, class);
         let seg = self.segment_bytes.unwrap_or(plan::DEFAULT_SEGMENT_BYTES);
         let net = self.network_topology();
         let forced_aware = self
@@ -234,5 +246,23 @@ impl Planner {
     pub fn poison_plan(&self, me: u32, root: u32) -> LocalPlan {
         let p = Plan::from_tree(root, &trees::binomial(self.nranks, root), 1, "poison");
         LocalPlan::from_plan(&p, me)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::forced_segments;
+
+    #[test]
+    fn a_forced_segment_never_makes_more_than_the_planners_limit() {
+        let mib = 1u64 << 20;
+        let class = crate::plan::size_class(mib);
+        assert_eq!(forced_segments(mib, 128 * 1024, class), 8);
+        // 7 bytes (raised to 4 KiB by the configuration) or even 1 byte: capped.
+        assert_eq!(forced_segments(mib, 4096, class), 256);
+        assert_eq!(forced_segments(mib, 1, class), crate::plan::pipeline::MAX_SEGMENTS);
+        // Small messages: never more segments than their class allows, never none.
+        assert_eq!(forced_segments(3, 1, crate::plan::size_class(3)), 2);
+        assert_eq!(forced_segments(0, 4096, 0), 1);
     }
 }
