@@ -2,14 +2,14 @@
 //!
 //! Targets, on the 4-cluster 256-host testbed with lomax jitter (scale 2 us, alpha 1.5) over
 //! 20 seeds: exact leaf-switch partition in >= 95% of trials, shared-link error (fp + fn)
-//! <= 1%, pairs measured <= 10%, virtual probe time <= 0.15 s (seed 002: 15 s). And 4,096 ranks
+//! <= 1%, pairs measured <= 10%, virtual probe time <= 0.15 s ([Shirai2007]: 15 s). And 4,096 ranks
 //! (256 hosts x 16) end to end through the simulated prober in <= 1 s of CPU.
 //!
-//! Baselines measured in the same run: seed 002's algorithm as published (`Strategy::Paper`:
+//! Baselines measured in the same run: the algorithm of [Shirai2007] as published (`Strategy::Paper`:
 //! sequential insertion, every branch checked, `find_close_host` ten hosts ahead) and measuring
 //! all pairs first (`Strategy::AllPairs`: n - 1 round-robin rounds).
 //!
-//! Two versions of the testbed are run. The shipped one follows the paper's prose: clusters 1
+//! Two versions of the testbed are run. The shipped one follows the prose of [Shirai2007]: clusters 1
 //! and 2 are 1 and 1.5 ms (one-way) from the core, so one round trip between them takes 5 ms
 //! and one pair measurement (3 sets of >= 11 timed round trips, each set opened by an untimed
 //! one, as the MPI prober does) at least 183 ms — more than the whole 0.15 s budget, whatever
@@ -133,7 +133,7 @@ fn section(title: &str, t: &Topology, seeds: usize) -> metrics::Evaluation {
         ),
         evaluate(
             t,
-            "paper (seed 002)",
+            "paper ([Shirai2007])",
             InferOptions {
                 strategy: Strategy::Paper,
                 ..hint.clone()
@@ -232,7 +232,7 @@ fn main() {
         seeds,
     );
     println!(
-        "  one cluster 1 - cluster 2 pair: {per_pair} round trips of {:.2} ms = {:.3} s noise-free under the paper's protocol; cut short as a far pair, 2 (opening + one) = {:.4} s",
+        "  one cluster 1 - cluster 2 pair: {per_pair} round trips of {:.2} ms = {:.3} s noise-free under the protocol of [Shirai2007]; cut short as a far pair, 2 (opening + one) = {:.4} s",
         rtt12 * 1e3,
         floor,
         2.0 * rtt12

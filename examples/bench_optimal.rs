@@ -1,12 +1,12 @@
-//! Optimal broadcast search on seed 004's four model families, beside the paper's times.
+//! Optimal broadcast search on the four model families of [Hourai2004], beside its published times.
 //!
 //! `cargo run --release --example bench_optimal [-- --quick]`
 //!
-//! Part 1: every size of the paper's Tables 1-4 (1 MB message, root 0), our search time (the
-//! minimum of several runs: the machine is shared) beside the paper's "SCut on, RCut on" column,
-//! the ratio, and the target: 1/100 of the paper's time where that was >= 0.1 s, else 10 ms.
+//! Part 1: every size of Tables 1-4 of [Hourai2004] (1 MB message, root 0), our search time (the
+//! minimum of several runs: the machine is shared) beside its "SCut on, RCut on" column,
+//! the ratio, and the target: 1/100 of the published time where that was >= 0.1 s, else 10 ms.
 //! Part 2: per family, growing sizes until one is not proven within 10 s; the largest proven
-//! size is compared with twice the paper's largest. Topologies come from `topology::gen` (the
+//! size is compared with twice the largest in [Hourai2004]. Topologies come from `topology::gen` (the
 //! families with the parameters documented there).
 
 use std::time::Duration;
@@ -52,7 +52,7 @@ impl Family {
     }
 }
 
-/// Seed 004 Tables 1-4, "SCut on, RCut on" column (seconds, Xeon 2.4 GHz, 1 MB).
+/// [Hourai2004] Tables 1-4, "SCut on, RCut on" column (seconds, Xeon 2.4 GHz, 1 MB).
 const PAPER: &[(Family, usize, f64)] = &[
     (Family::Star, 8, 0.0005),
     (Family::Star, 10, 0.0007),
@@ -83,7 +83,7 @@ fn run(t: &Topology, limit: Option<Duration>) -> OptimalResult {
 fn main() {
     let quick = std::env::args().any(|a| a == "--quick");
     let reps = if quick { 2 } else { 7 };
-    println!("Part 1: the paper's instances (1 MiB, root 0); time = min of {reps} runs");
+    println!("Part 1: the instances of [Hourai2004] (1 MiB, root 0); time = min of {reps} runs");
     println!(
         "{:<26} {:>6} {:>12} {:>8} {:>11} {:>11} {:>9} {:>10} {:>6}",
         "instance", "ranks", "makespan ms", "proven", "paper s", "ours s", "ratio", "target s", "ok"

@@ -13,7 +13,7 @@
 //! falls below 1.00 unless the chosen plan was too large to simulate and was ranked by its
 //! analytic estimate. Then the unsegmented heuristics at scale (hierarchical,
 //! greedy, binomial in depth-first order; rank-order binomial for reference) against the
-//! seed-004 lower bound for unsegmented schedules.
+//! [Hourai2004] lower bound for unsegmented schedules.
 //! `--quick` runs only the 256-rank cases.
 
 use std::time::Instant;
@@ -72,7 +72,7 @@ fn main() {
             .expect("generator");
         let n = base.num_ranks();
         let nhosts = switches * hosts;
-        // Unsegmented heuristics against the seed-004 bound (block placement, 64 KiB).
+        // Unsegmented heuristics against the [Hourai2004] bound (block placement, 64 KiB).
         let bytes = 64u64 << 10;
         let model = CostModel::new(&base, bytes);
         let lb = unsegmented_lower_bound(&model, 0);
@@ -202,8 +202,8 @@ fn main() {
         }
     }
     println!();
-    println!("Unsegmented heuristics, 64 KiB, block placement: cost-model (seed 004) and simulated times");
-    println!("against the seed-004 lower bound for unsegmented schedules (ms)");
+    println!("Unsegmented heuristics, 64 KiB, block placement: cost-model ([Hourai2004]) and simulated times");
+    println!("against the [Hourai2004] lower bound for unsegmented schedules (ms)");
     println!(
         "{:>5} {:<9} {:>10} {:>10} {:>10} {:>9} {:>9}",
         "ranks", "planner", "model", "simulated", "bound", "gap", "plan s"

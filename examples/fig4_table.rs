@@ -1,10 +1,10 @@
-//! The paper's Fig. 4 as a table: E[max] over n receivers for the two matched pairs of
+//! Fig. 4 of [Kaishima2005] as a table: E[max] over n receivers for the two matched pairs of
 //! Table 1 (same mean and variance under both models), n = 2 .. 4096.
 //!
 //! Run: `cargo run --release --example fig4_table`
 //!
 //! Pareto E[max] is the closed form (log-gamma); normal E[max] is numerical integration. The
-//! paper's claim: beyond a small n the Pareto estimate exceeds the normal one, and the gap grows
+//! claim of [Kaishima2005]: beyond a small n the Pareto estimate exceeds the normal one, and the gap grows
 //! with n (Pareto grows like n^(1/alpha), normal like sqrt(2 ln n)).
 
 use treecast::estimate::{normal, pareto};

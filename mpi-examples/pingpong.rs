@@ -13,7 +13,7 @@
 //! While a pair measures, every other rank waits *politely* for the end of the pair's turn in
 //! `MPI_Ibarrier` + `MPI_Test` + `nanosleep(50 us)`: with Open MPI's default busy-polling the
 //! bystanders steal the CPU from the pair on a small machine and a few pairs read milliseconds
-//! instead of tens of microseconds (DESIGN.md section 5).
+//! instead of tens of microseconds (docs/design.md §5.3).
 //!
 //! Rank 0 prints the RTT matrix CSV in microseconds (`host,<name>,...`, then `<name>,v,...`;
 //! hosts sorted by name; diagonal 0) on standard output; progress goes to standard error.

@@ -4,7 +4,7 @@
 # Hosts are network namespaces, switches are Linux bridges, links are veth pairs; a longer
 # switch-to-switch link is a chain of extra bridges (each bridge+veth hop adds about 1.5 us RTT),
 # and switch-to-switch links can be shaped with `tc tbf` to make an oversubscribed tree (see
-# DESIGN.md section 5). All hosts share one flat IPv4 subnet; the root namespace gets an address on
+# docs/design.md §5.3). All hosts share one flat IPv4 subnet; the root namespace gets an address on
 # it (for mpirun's out-of-band traffic).
 #
 #   emucluster.sh [--prefix P] up TOPOLOGY [--extra-hops K] [--uplink-rate RATE] [--host-rate RATE]

@@ -1,6 +1,6 @@
 //! treecast: network-topology-aware broadcast for MPI programs.
 //!
-//! Pipeline (DESIGN.md section 1):
+//! Pipeline (docs/design.md §1):
 //!
 //! ```text
 //!   probe --RTT samples--> infer --Topology--> plan --Plan--> exec (MPI sends)

@@ -42,7 +42,7 @@ fn optimal_json_reports_the_search() {
     assert!(v["nodes_explored"].as_u64().unwrap() > 0);
     assert!(v["search_time_s"].as_f64().unwrap() >= 0.0);
     let predicted = v["predicted_time_s"].as_f64().unwrap();
-    // The proven optimum under the seed-004 model (seed 004's Fig. 14 instance: 180.5 ms).
+    // The proven optimum under the [Hourai2004] model (the Fig. 14 instance of [Hourai2004]: 180.5 ms).
     let model = v["model_time_s"].as_f64().unwrap();
     assert!((model - 0.1805).abs() < 1e-3, "{model}");
     assert!(predicted >= v["lower_bound_s"].as_f64().unwrap());

@@ -52,7 +52,7 @@ fn paper_and_all_pairs_strategies_recover_small_examples() {
                 panic!("{name} {strategy:?}: {e}");
             }
         }
-        // All pairs measures all pairs; the paper's search fewer.
+        // All pairs measures all pairs; the search of [Shirai2007] fewer.
         let all = run(
             &t,
             NoiseModel::default(),
@@ -233,7 +233,7 @@ fn a_slow_uplink_is_rated_on_the_uplink_not_on_a_host_link() {
 fn bandwidth_map_finds_link_speeds() {
     // 4 leaf switches x 4 hosts on 10 Gbit/s (1.25e9 B/s); uplinks 4:1 oversubscribed carry
     // 10 Gbit/s, 8:1 carry 5 Gbit/s. (With faster uplinks than host links, the host links would
-    // hide them: the paper's stated limitation.)
+    // hide them: a limitation [Shirai2007] states.)
     for (t, up) in [
         (
             treecast::topology::gen::Tree::oversubscribed(4, 4, 4.0)

@@ -3,14 +3,14 @@
 use super::{Normal, Pareto};
 use crate::util::rng::Rng;
 
-/// The latency of one receiver (or one link): the kinds the paper needs, including the degenerate
+/// The latency of one receiver (or one link): the kinds [Kaishima2005] needs, including the degenerate
 /// fits (point mass for alpha = ∞ or sigma = 0, clipped Pareto for alpha <= 1) and the
 /// multi-cluster shift `c_i` (a shifted Pareto).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Marginal {
     Pareto(Pareto),
     Normal(Normal),
-    /// A deterministic value (the paper's delta function).
+    /// A deterministic value (the delta function of [Kaishima2005]).
     Point(f64),
 }
 

@@ -2,7 +2,7 @@
 //!
 //! For independent receivers the maximum has CDF `G(x) = Π_j F_j(x)`, and with `x_lo` below
 //! which `G` vanishes (to e^-40), `E[max] = x_lo + ∫_{x_lo}^∞ (1 - G(x)) dx` — the O(n)-per-point
-//! route the paper recommends once n exceeds ~13 (its closed heterogeneous expansion has
+//! route [Kaishima2005] recommends once n exceeds ~13 (its closed heterogeneous expansion has
 //! `2^(n-1) n` terms). The numerics:
 //!
 //! - **Variable.** The integral is taken over `u = ln(x - x_shift)`, `dx = e^u du`. Power-law tails
@@ -960,7 +960,7 @@ mod tests {
         let eq12 = kl * (term(k1, a1, k2, a2) + term(k2, a2, k1, a1));
         let ours = pareto::paper_truncated_expected_max(&[(k1, a1), (k2, a2)], x0).unwrap();
         assert!((ours / eq12 - 1.0).abs() < 1e-8, "{ours} vs {eq12}");
-        // The clipped model keeps the atom the paper drops: E_clip = E_paper + x0 P(max > x0).
+        // The clipped model keeps the atom [Kaishima2005] drops: E_clip = E_paper + x0 P(max > x0).
         let g0 = (1.0 - (k1 / x0).powf(a1)) * (1.0 - (k2 / x0).powf(a2));
         let clip = MaxOf::from_marginals(&[
             Marginal::Pareto(Pareto::new(k1, a1).unwrap().capped(x0).unwrap()),

@@ -1,12 +1,12 @@
-//! Collective-time estimation from latency distributions (seed 000, extended to multi-stage plans).
+//! Collective-time estimation from latency distributions ([Kaishima2005], extended to multi-stage plans).
 //!
 //! A collective finishes when its slowest receiver does, so its time is a *maximum* and is governed
 //! by the tail of the latency distribution: a normal model underestimates E\[max\] for many
 //! receivers when latencies are long-tailed (Pareto). This module is pure Rust (no MPI):
 //!
 //! - [`pareto`] / [`normal`]: the two latency models, their fits to a window of samples (Hill MLE
-//!   with the paper's degenerate cases; sample mean / sd) and closed forms for identical receivers
-//!   (E\[max\] via log-gamma, the paper's alternating sum Eq. 8 for comparison, quantiles of the max).
+//!   with the degenerate cases of [Kaishima2005]; sample mean / sd) and closed forms for identical receivers
+//!   (E\[max\] via log-gamma, the alternating sum of Eq. 8 for comparison, quantiles of the max).
 //! - [`Marginal`]: one receiver's latency (Pareto, shifted or truncated Pareto, normal, point mass).
 //! - [`MaxOf`]: E\[max\] and quantiles of the maximum over heterogeneous receivers by adaptive
 //!   quadrature of `x_lo + ∫ (1 - Π F_j(x)) dx`, O(n) work per quadrature point.
@@ -77,7 +77,7 @@ mod tests {
 
     #[test]
     fn fig4_pareto_overtakes_normal_and_the_gap_grows() {
-        // The paper's matched pairs (same mean and variance; Table 1 medians).
+        // The matched pairs of [Kaishima2005] (same mean and variance; Table 1 medians).
         let pairs: [((f64, f64), (f64, f64)); 2] = [((44.3, 2.8), (41.7, 16.9)), ((42.5, 1.59), (41.0, 27.7))];
         for ((mu, sigma), (k, alpha)) in pairs {
             let pm = alpha * k / (alpha - 1.0);

@@ -1,7 +1,7 @@
-//! The normal latency model: the paper's baseline (seed 000).
+//! The normal latency model: the baseline of [Kaishima2005].
 //!
 //! Fit: sample mean and standard deviation of the window (`n - 1` denominator). A window whose
-//! samples are all equal has sigma 0: the paper then replaces the density with a delta at mu,
+//! samples are all equal has sigma 0: [Kaishima2005] then replaces the density with a delta at mu,
 //! which [`NormalFit::marginal`] does. There is no closed form for E\[max\] of n normals; it is
 //! computed by [`MaxOf`] quadrature ([`expected_max_iid`]). Quantiles of the maximum
 //! of n iid normals are closed-form: `mu + sigma * Phi^-1(p^(1/n))`.
@@ -93,7 +93,7 @@ pub struct NormalFit {
 }
 
 impl NormalFit {
-    /// The receiver model: a point mass at mu when sigma is 0 (the paper's delta), else normal.
+    /// The receiver model: a point mass at mu when sigma is 0 (the delta of [Kaishima2005]), else normal.
     pub fn marginal(&self) -> Marginal {
         if self.sigma > 0.0 {
             Marginal::Normal(Normal {

@@ -1,18 +1,18 @@
-//! The Pareto latency model (seed 000): `P(X > x) = (k / x)^alpha` for `x >= k`.
+//! The Pareto latency model ([Kaishima2005]): `P(X > x) = (k / x)^alpha` for `x >= k`.
 //!
-//! Fit (Hill MLE over the whole window, the paper's Eq. 11): `k = min X_i`,
-//! `alpha = m / Σ ln(X_i / k)`. Two degenerate windows need care (paper section 3.3):
+//! Fit (Hill MLE over the whole window, [Kaishima2005] Eq. 11): `k = min X_i`,
+//! `alpha = m / Σ ln(X_i / k)`. Two degenerate windows need care ([Kaishima2005] §3.3):
 //! - all samples equal: the sum is 0, alpha is infinite and the model is a point mass at k;
-//! - `alpha <= 1`: the mean (and E\[max\]) diverges. The paper cuts the integral at
+//! - `alpha <= 1`: the mean (and E\[max\]) diverges. [Kaishima2005] cuts the integral at
 //!   `x0 = k m^(1/alpha)` (Eq. 13), the point where the fitted survival equals `1/m`, the
 //!   smallest survival a window of `m` samples can resolve. We model this as the latency being
 //!   *clipped* at x0 (`min(X, x0)`: a proper distribution with an atom of mass `1/m` at x0), so
-//!   quantiles, sampling and E\[max\] stay consistent. The paper's own Eq. 12 integrates the
+//!   quantiles, sampling and E\[max\] stay consistent. [Kaishima2005]'s own Eq. 12 integrates the
 //!   unclipped density only up to x0 and drops that atom; [`paper_truncated_expected_max`]
 //!   reproduces it for comparison.
 //!
 //! Identical receivers have a closed form (Eq. 8):
-//! `E[max] = k Γ(n+1) Γ(1 - 1/α) / Γ(n + 1 - 1/α)`, evaluated through log-gamma. The paper writes
+//! `E[max] = k Γ(n+1) Γ(1 - 1/α) / Γ(n + 1 - 1/α)`, evaluated through log-gamma. [Kaishima2005] writes
 //! it as an alternating binomial sum, kept here ([`expected_max_alternating_sum`]) to show that the
 //! sum cancels catastrophically: its terms grow like `2^n` while the result grows like `n^(1/α)`,
 //! so double precision is exhausted near n = 40..60.
@@ -28,7 +28,7 @@ pub struct Pareto {
     pub k: f64,
     /// Tail index (> 0, finite; an infinite index is a point mass, see [`Marginal::Point`]).
     pub alpha: f64,
-    /// Location shift `c` (the paper's intra-cluster latency `c_i`); the support starts at `shift + k`.
+    /// Location shift `c` (the intra-cluster latency `c_i` of [Kaishima2005]); the support starts at `shift + k`.
     pub shift: f64,
     /// Clip point x0 (absolute, > shift + k): the latency is `min(shift + Y, x0)`.
     pub cap: Option<f64>,
@@ -184,7 +184,7 @@ pub struct ParetoFit {
 }
 
 impl ParetoFit {
-    /// The receiver model with the paper's degenerate cases: a point mass at k for infinite
+    /// The receiver model with the degenerate cases of [Kaishima2005]: a point mass at k for infinite
     /// alpha, clipping at `x0 = k m^(1/alpha)` (Eq. 13) for `alpha <= 1`, else plain Pareto.
     pub fn marginal(&self) -> Marginal {
         if self.alpha.is_infinite() {
@@ -205,7 +205,7 @@ impl ParetoFit {
             Marginal::Pareto(p)
         }
     }
-    /// The paper's truncation point `x0 = k m^(1/alpha)` (Eq. 13).
+    /// The truncation point `x0 = k m^(1/alpha)` of [Kaishima2005] (Eq. 13).
     pub fn truncation_point(&self) -> f64 {
         self.k * (self.m as f64).powf(1.0 / self.alpha)
     }
@@ -258,7 +258,7 @@ pub fn expected_max_iid(k: f64, alpha: f64, n: f64) -> f64 {
     k * (ln_gamma_ratio(n + 1.0, b) + ln_gamma(1.0 - b)).exp()
 }
 
-/// The paper's Eq. 8 as printed: `n k α Σ_{i=1}^{n} (-1)^(i-1) C(n-1, i-1) / (i α - 1)`, summed
+/// [Kaishima2005] Eq. 8 as printed: `n k α Σ_{i=1}^{n} (-1)^(i-1) C(n-1, i-1) / (i α - 1)`, summed
 /// in double precision. Exact in exact arithmetic; numerically useless beyond n ≈ 40..60.
 pub fn expected_max_alternating_sum(k: f64, alpha: f64, n: u32) -> f64 {
     let mut binom = 1.0; // C(n-1, i-1)
@@ -281,7 +281,7 @@ pub fn max_quantile_iid(k: f64, alpha: f64, n: f64, p: f64) -> f64 {
     k * q.powf(-1.0 / alpha)
 }
 
-/// The paper's truncated E\[max\] (Eq. 12 and its n-receiver analogue): `∫_{k_l}^{x0} x dG(x)`
+/// The truncated E\[max\] of [Kaishima2005] (Eq. 12 and its n-receiver analogue): `∫_{k_l}^{x0} x dG(x)`
 /// with the *unclipped* `G = Π_j (1 - (k_j/x)^α_j)`, i.e. the probability mass beyond `x0` is
 /// dropped. Computed as our clipped model minus the atom it keeps:
 /// `E_clip - x0 (1 - G(x0))`. `receivers` are `(k, alpha)`; `x0` must exceed every k.

@@ -1,6 +1,6 @@
 //! Completion-time distribution of a broadcast plan when link latencies are random.
 //!
-//! The paper (seed 000) models a one-stage collective: the root sends to n receivers at once
+//! [Kaishima2005] models a one-stage collective: the root sends to n receivers at once
 //! and the time is `max_i L_i`. Our plans are multi-stage: a rank forwards after it received,
 //! segments pipeline, sends of one rank are issued in order. Under the contention-free model of
 //! `plan_dag` every send `i` takes `T_i = Σ_{links on its path} L_link +
@@ -25,7 +25,7 @@
 //!     path. The events then form a tree hanging from time 0, and the maximum over ranks is
 //!     evaluated *exactly* bottom-up on that tree: below an event, different children share no
 //!     transfer, so the product of their CDFs is correct, and the shared upstream part is
-//!     added once (by convolution), not once per rank. For one-segment trees (and the paper's
+//!     added once (by convolution), not once per rank. For one-segment trees (and [Kaishima2005]'s
 //!     one-stage pattern) this is exact up to the grid; for pipelines it ignores near-critical
 //!     alternatives and underestimates (4% on a 16-rank, 8-segment chain in the tests).
 //!   - **Independence**: product of CDFs at every maximum, treating all events as
@@ -71,11 +71,11 @@ pub struct LinkLatencies {
 
 impl LinkLatencies {
     /// Latencies of `family` from each link's `latency_fit` (both directions share the fit; the
-    /// paper's degenerate cases apply: point mass for alpha = ∞ or sigma = 0, clipping for
+    /// degenerate cases of [Kaishima2005] apply: point mass for alpha = ∞ or sigma = 0, clipping for
     /// alpha <= 1). A link without a fit of that family, when `default_alpha` is given and its
     /// nominal latency `l` is positive, gets `Pareto(k = l, alpha)` (probing reports minimum
     /// RTTs, so `l` is the minimum) or, for the normal family, the normal with that Pareto's mean
-    /// and variance (the paper's matched pairs; needs alpha > 2); otherwise it stays fixed at `l`.
+    /// and variance (the matched pairs of [Kaishima2005]; needs alpha > 2); otherwise it stays fixed at `l`.
     pub fn from_topology(
         topo: &Topology,
         family: LatencyFamily,
@@ -711,7 +711,7 @@ mod tests {
 
     #[test]
     fn one_stage_plan_is_the_papers_max_of_shifted_paretos() {
-        // Root 0 sends to 63 ranks at once (the paper's one-stage collective). The root's own link
+        // Root 0 sends to 63 ranks at once (the one-stage collective of [Kaishima2005]). The root's own link
         // is fixed (c = 2 us: the shift of the multi-cluster model), each receiver's link is a
         // Pareto with its own parameters, drawn per transfer: arrivals are independent, so
         // E[completion] = E[max_j (c + ser + Pareto_j)] exactly, which MaxOf computes.
@@ -902,7 +902,7 @@ mod tests {
         assert_eq!(*p.get(d(1)), Marginal::Pareto(Pareto::new(2e-6, 8.0).unwrap()));
         assert_eq!(*p.get(d(2)), Marginal::Point(0.0));
         let n = LinkLatencies::from_topology(&t, LatencyFamily::Normal, Some(8.0)).unwrap();
-        assert_eq!(*n.get(d(0)), Marginal::Point(1.5e-6)); // sigma 0: the paper's delta
+        assert_eq!(*n.get(d(0)), Marginal::Point(1.5e-6)); // sigma 0: the delta of [Kaishima2005]
         match n.get(d(1)) {
             Marginal::Normal(x) => {
                 assert!((x.mu - 8.0 * 2e-6 / 7.0).abs() < 1e-18);

@@ -1,4 +1,4 @@
-//! The staged, concurrent bandwidth map (seed 002 section 6.1), with every link rated by the
+//! The staged, concurrent bandwidth map ([Shirai2007] §6.1), with every link rated by the
 //! fastest transfer that crossed it.
 //!
 //! Concurrent transfers that share a bottleneck disturb each other, so without a tree bandwidth
@@ -16,12 +16,12 @@
 //! (C1,C2), (C3,C4), ... in one round, (C2,C3), ..., (Cp,C1) in the next), host children paired
 //! with host children first: a fast host link then always meets a fast partner, and a slow
 //! uplink cannot stick to the host link of whichever host happened to measure it (which the
-//! paper's rule — the pair's rate to both of its links at X — did, putting a 200 Mbit/s uplink's
+//! rule of [Shirai2007] — the pair's rate to both of its links at X — did, putting a 200 Mbit/s uplink's
 //! rate on an unshaped host link). A switch with two children gives both links the one rate;
 //! the two are in series on every path between them, so plans see the same either way.
 //!
 //! Every host takes part in at most two transfers per stage, so the map costs O(depth) rounds.
-//! Limitation kept from the paper: a link crossed only by transfers that a slower link limits
+//! Limitation kept from [Shirai2007]: a link crossed only by transfers that a slower link limits
 //! gets that slower rate (a lower bound).
 
 use super::driver::Run;

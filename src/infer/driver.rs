@@ -1,6 +1,6 @@
 //! Running insertions against a prober, round by round.
 //!
-//! **Parallel insertion** (beyond the paper, whose insertions are sequential): many hosts search
+//! **Parallel insertion** (beyond [Shirai2007], whose insertions are sequential): many hosts search
 //! a tree at once. In each round every searching host asks for one measurement (to some host of
 //! the branch it must explore next) and a scheduler turns those requests into disjoint pairs —
 //! committed hosts are the servers, so a tree lets as many hosts search as it holds and roughly
@@ -15,7 +15,7 @@
 //! still searching waits for it rather than searching from scratch: once that host is committed,
 //! the measurement is free.
 //!
-//! **Paper mode** reproduces seed 002's schedule for comparison: hosts are inserted one at a time
+//! **Paper mode** reproduces the schedule of [Shirai2007] for comparison: hosts are inserted one at a time
 //! in a random order, every branch (host siblings included) is checked, and the next ten hosts
 //! run `find_close_host` concurrently with the current insertion.
 
@@ -516,7 +516,7 @@ impl<'p> Run<'p> {
         pairs
     }
 
-    /// Seed 002's sequential insertion with `find_close_host` pipelined ten hosts ahead.
+    /// The sequential insertion of [Shirai2007] with `find_close_host` pipelined ten hosts ahead.
     pub fn insert_paper(&mut self, b: &mut Builder, params: &LocateParams) -> Result<(), InferError> {
         let mut pending = std::mem::take(&mut b.pending);
         const AHEAD: usize = 10;
@@ -550,7 +550,7 @@ impl<'p> Run<'p> {
                         pairs.push((head, x.first().map_or(br.via, |&(_, x)| x)));
                     }
                     Step::Host(x) | Step::Remeasure(x) => pairs.push((head, x)),
-                    Step::Around(_) => unreachable!("the paper's search is exhaustive"),
+                    Step::Around(_) => unreachable!("the search of [Shirai2007] is exhaustive"),
                     Step::Drop(_) => unreachable!(),
                 }
                 busy.extend([pairs[0].0, pairs[0].1]);

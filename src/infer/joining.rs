@@ -1,7 +1,7 @@
 //! The tree from a complete distance matrix: rooted neighbour joining with a noise-adaptive
 //! threshold.
 //!
-//! Why a second builder: insertion (seed 002) decides every placement from a handful of
+//! Why a second builder: insertion ([Shirai2007]) decides every placement from a handful of
 //! measurements as they arrive, which is what makes it cheap on hundreds of hosts; but where
 //! the noise of a minimum RTT is a sizeable fraction of the shortest real link (hosts emulated in
 //! network namespaces: ~1 us of noise against 2-4 us links), each early decision can go wrong
@@ -17,18 +17,20 @@
 //! children, so later decisions average the noise of many measurements. Repeat until one node
 //! is left: the switch the root host hangs from.
 //!
-//! **Which switches are real** (the paper's open problem of an adaptive merge threshold). The
+//! **Which switches are real** (the open problem of [Shirai2007]: an adaptive merge threshold). The
 //! noise scale comes from the matrix itself, with no tree assumed: for any four hosts the two
 //! largest of the three pair sums `d(i,j)+d(k,l)`, `d(i,k)+d(j,l)`, `d(i,l)+d(j,k)` are equal in
 //! a tree metric (the four-point condition), so their difference is pure noise; its median
-//! estimates the noise `sigma` of one distance. Joining uses `delta = 2 sigma`, so obvious
-//! noise never makes a switch. The switch-to-switch links that remain are then judged by the
-//! data as a whole: shortest first, a link is contracted when the tree without it explains the
-//! matrix about as well (least-squares link lengths refitted) — by the Bayesian information
-//! criterion `N ln(RSS / N) + k ln N` over the `N` measured pairs and `k` links. A link made by
-//! noise barely changes the residuals and costs a parameter; contracting a real link moves
-//! every distance across it. A single link-length cut cannot make that distinction when the
-//! noise reaches a third of the shortest link.
+//! estimates the noise `sigma` of one distance. Joining uses `delta = sigma`, so obvious noise
+//! rarely makes a switch, and leaves the borderline ones to the evidence. Each switch-to-switch
+//! link is then judged by the data as a whole: its *evidence* is how much the weighted residual
+//! sum of squares of the least-squares fit grows when it is contracted (in units of the full
+//! tree's residual variance; a chi-square statistic with one degree of freedom for a link made
+//! by noise). The weakest link is contracted while its evidence is below its threshold — 16, or
+//! 8 for a link of at least a tenth of the median distance ([`keep_threshold`]) — and every
+//! decision carries a [`confidence`]. A link made by noise barely changes the residuals;
+//! contracting a real link moves every distance across it. A single link-length cut cannot make
+//! that distinction when the noise reaches a third of the shortest link.
 
 use super::refine::fit_links_weighted;
 use super::tree::WorkTree;
@@ -441,7 +443,7 @@ pub(crate) fn join(n: usize, d: &dyn Fn(usize, usize) -> f64) -> Joined {
     let root = (0..n).min_by(|&a, &b| total(a).total_cmp(&total(b))).unwrap_or(0);
     // Scale of the network: a noise-free matrix has sigma 0, and exact ties must still join.
     let scale = (total(root) / (n - 1) as f64).max(1e-12);
-    let delta = (1.0 * sigma).max(1e-9 * scale);
+    let delta = sigma.max(1e-9 * scale);
     let nodes = rnj(n, d, root, delta);
     tree.build_rooted(root, &rooted_links(&nodes, n, root));
     // Noise variance per pair from per-host variances of the first fit (see

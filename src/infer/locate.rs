@@ -1,6 +1,6 @@
-//! Where does a new host hang in the current tree? The paper's `add` as a stateless function.
+//! Where does a new host hang in the current tree? The `add` of [Shirai2007] as a stateless function.
 //!
-//! Seed 002's `add(T, H)` keeps an anchor A and a candidate set M and repeatedly measures a host
+//! The `add(T, H)` of [Shirai2007] keeps an anchor A and a candidate set M and repeatedly measures a host
 //! B, solves Eq. 1 for the branching point X of A, B, H, inserts X or snaps it to an existing
 //! switch, and removes the subtrees at X containing A and B. Here the same search is a pure
 //! function of the tree and of every distance measured from H so far: the anchor is the
@@ -10,14 +10,14 @@
 //! measurements (other hosts are inserted concurrently) and when a host is detached and located
 //! again later.
 //!
-//! Beyond the paper:
+//! Beyond [Shirai2007]:
 //! - **consistency checks**: every measurement must agree with the placement within its
 //!   tolerance; a disagreement triggers a re-measurement (stalls read milliseconds instead of
 //!   microseconds) and, if it persists, the measurement is dropped;
 //! - **sibling checks only where a hidden switch is possible**: a host hanging directly from
 //!   switch V with a leaf no longer than the shortest access link cannot share a hidden switch
 //!   with a sibling (the hidden switch's link would add to its leaf), so its host siblings need
-//!   not be measured. The paper measures all of them (O(p) per insertion, 35-60% of all pairs).
+//!   not be measured. [Shirai2007] measures all of them (O(p) per insertion, 35-60% of all pairs).
 
 use super::store::{Obs, Store};
 use super::tree::{Branch, Point, WorkTree};
@@ -25,7 +25,7 @@ use super::tree::{Branch, Point, WorkTree};
 /// Tuning of one search.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct LocateParams {
-    /// Explore every branch at the attachment switch, host siblings included (the paper's
+    /// Explore every branch at the attachment switch, host siblings included ([Shirai2007]'s
     /// behaviour); otherwise branches are pruned by the access-link argument.
     pub exhaustive: bool,
     /// Snapping tolerance = max(`tol_floor`, `kappa` * (u_A + u_B)).
@@ -401,7 +401,7 @@ mod tests {
                 leaf: 1.0
             }
         );
-        // The paper's exhaustive search checks 3 regardless.
+        // The exhaustive search of [Shirai2007] checks 3 regardless.
         let paper = LocateParams {
             exhaustive: true,
             ..pruned

@@ -1,13 +1,13 @@
 //! How good is an inferred tree? Comparisons against the true tree.
 //!
-//! RTTs only reveal the *logical* topology (seed 002): a switch where no hosts' paths branch is
+//! RTTs only reveal the *logical* topology ([Shirai2007]): a switch where no hosts' paths branch is
 //! invisible, and ranks below a host are grouped exactly, not inferred. So every comparison
 //! first reduces both trees to their [`logical_host_tree`]: hosts as leaves, switches with no
 //! host below removed, switches on a straight path contracted (latencies add).
 //!
 //! Metrics:
 //! - **exact leaf-switch partition**: the groups of hosts hanging from each switch are equal;
-//! - **shared-link query error** (the paper's metric): for random pairs of host pairs
+//! - **shared-link query error** (the metric of [Shirai2007]): for random pairs of host pairs
 //!   (A, B), (C, D) — four distinct hosts — does the path A-B share a link with the path C-D?
 //!   False positive: the inferred tree says yes, the truth says no; false negative: the
 //!   converse. Rates are over all queries;

@@ -1,4 +1,4 @@
-//! Inferring the switch tree from RTTs (seed 002), and going past the paper's limits.
+//! Inferring the switch tree from RTTs ([Shirai2007]), and going past its limits.
 //!
 //! Entry point: [`infer`] runs probing rounds through any [`Prober`] and returns a host-level
 //! [`Topology`] (switches + one `node` leaf per host, named by host) with per-link latency, the
@@ -6,13 +6,13 @@
 //! [`with_ranks`] hangs a job's ranks below their hosts again.
 //!
 //! How (each step in its own module):
-//! 1. `locate` — the paper's `add` (Eq. 1, interval snapping, exclusion of the subtrees holding a
+//! 1. `locate` — the `add` of [Shirai2007] (Eq. 1, interval snapping, exclusion of the subtrees holding a
 //!    measured host) as a stateless search over everything measured from a host, plus
 //!    consistency checks with re-measurement (outliers), *access-length pruning* (a host whose
 //!    leaf is a plain access link cannot hide below any branch: where access links are alike, one
-//!    or two measurements place a host instead of the paper's O(ports)), and least-squares
+//!    or two measurements place a host instead of the O(ports) of [Shirai2007]), and least-squares
 //!    placement of hosts whose own measurements are much noisier (a loaded host).
-//! 2. `driver` — **parallel insertion** (the paper's future work). A warm-up round measures
+//! 2. `driver` — **parallel insertion** (future work in [Shirai2007]). A warm-up round measures
 //!    neighbours in host order; contiguous blocks of hosts (a locality hint: hostfile order) grow
 //!    their own trees concurrently, requests of all searching hosts packed into rounds of disjoint
 //!    pairs; a skeleton tree of two hosts per block grows in the same rounds, and the blocks' hosts
@@ -27,9 +27,9 @@
 //! 3. `refine` — verification (hosts whose leaf is not a plain access link, or whose measurements
 //!    disagree with the tree, are located again; switches discovered twice are merged), a
 //!    least-squares refit of link latencies to every measurement, and the **adaptive merge** of
-//!    switches split by jitter (the paper's open problem: the threshold comes from the noise scale
+//!    switches split by jitter (an open problem in [Shirai2007]: the threshold comes from the noise scale
 //!    and the largest gap among switch-to-switch link lengths).
-//! 4. `bandwidth` — the paper's staged concurrent bandwidth map.
+//! 4. `bandwidth` — the staged concurrent bandwidth map of [Shirai2007] §6.1.
 //! 5. `export` — the `Topology`, latency fits, and expansion to ranks.
 //!
 //! Accuracy metrics against a known tree live in [`metrics`].
@@ -77,7 +77,7 @@ pub enum Strategy {
     Auto,
     /// Concurrent insertion with adaptive sibling checks, verification and adaptive merge.
     Batch,
-    /// Seed 002 as published: one insertion at a time, every branch checked, `find_close_host`
+    /// [Shirai2007] as published: one insertion at a time, every branch checked, `find_close_host`
     /// ten hosts ahead, snapping within the measured interval only.
     Paper,
     /// Measure every pair (round-robin rounds, the sets of all pairs interleaved in time), then
@@ -681,8 +681,8 @@ fn spread_pairs(n: usize, offset: usize) -> Vec<usize> {
 /// The noise scale is the larger of the typical half jitter interval (how much the minima of two
 /// sets differ) and the robust spread of the residuals of the measurements against the trees
 /// built so far (which also holds the error of the tree's own link estimates). Snapping follows
-/// the paper's interval rule (`kappa` times the two intervals) with a floor of a few noise
-/// scales: three sets sometimes agree by chance, and the paper's first error kind (one switch
+/// the interval rule of [Shirai2007] (`kappa` times the two intervals) with a floor of a few noise
+/// scales: three sets sometimes agree by chance, and [Shirai2007]'s first error kind (one switch
 /// split in several) is exactly an interval that came out too small.
 fn batch_params(store: &store::Store, trees: &[&tree::WorkTree]) -> LocateParams {
     let u = store.u_quantile(0.5);
@@ -700,7 +700,7 @@ fn batch_params(store: &store::Store, trees: &[&tree::WorkTree]) -> LocateParams
     }
 }
 
-/// Seed 002's rule: the branching point snaps to an existing switch within the interval.
+/// The rule of [Shirai2007]: the branching point snaps to an existing switch within the interval.
 fn paper_params(_store: &store::Store) -> LocateParams {
     LocateParams {
         exhaustive: true,

@@ -2,7 +2,7 @@
 //! (round trips of a millisecond and more) is inferred part by part, and the parts are joined
 //! from coarse measurements.
 //!
-//! Why: the paper's statistic spends dozens of round trips on every pair, which is what
+//! Why: the statistic of [Shirai2007] spends dozens of round trips on every pair, which is what
 //! microsecond-scale structure needs; on a 5 ms path one such pair costs 0.2-0.45 s, more than
 //! the whole inference of the parts. Mixing one-sample measurements of far pairs into the
 //! search of fine structure makes it fragile (their error is larger than the snapping

@@ -6,7 +6,7 @@
 //! with the finished tree was probably placed from an outlier. Both are detached and located
 //! again from everything now known — usually with no new measurement at all.
 //!
-//! **Adaptive merge** (the paper's open problem: "one switch split into several because the
+//! **Adaptive merge** (open problem of [Shirai2007]: "one switch split into several because the
 //! interval was too small; a threshold for merging adaptively is left for future work"). Jitter
 //! creates switches joined by links about as long as the noise, while real links are much
 //! longer. The threshold is derived from the data: the noise scale is the larger of the typical

@@ -1,10 +1,10 @@
-//! Lower bounds on the completion time of a partial broadcast schedule (seed-004 model).
+//! Lower bounds on the completion time of a partial broadcast schedule ([Hourai2004] model).
 //!
-//! Seed 004 bounds a state by the optimal broadcast time of each data-less subtree with its cut
+//! [Hourai2004] §4.6 bounds a state by the optimal broadcast time of each data-less subtree with its cut
 //! point as root. Under this model that is not a valid bound as stated: a transfer entering the
 //! subtree from outside may run at a lower rate than the same transfer started at the cut
 //! point, so it reserves less inside, other transfers fit beside it, and the real schedule can
-//! beat the subtree's own optimum. We keep the paper's idea — a data-less subtree costs its entry
+//! beat the subtree's own optimum. We keep [Hourai2004]'s idea — a data-less subtree costs its entry
 //! time plus its own broadcast time from the cut point — in a form that holds for any schedule:
 //! the *cluster* and *split* bounds below time the subtree's own broadcast with a relaxation
 //! (the doubling process) instead of its exact optimum, and charge the entry through the cut

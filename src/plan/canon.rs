@@ -1,4 +1,4 @@
-//! Tree isomorphism for symmetry pruning (seed 004 section 4): AHU canonical labelling.
+//! Tree isomorphism for symmetry pruning ([Hourai2004] §4): AHU canonical labelling.
 //!
 //! Every vertex gets an integer *own label* first (the caller maps vertex kind, the parameters
 //! of the link to its parent and any state — who holds the data, reserved link profiles — to
@@ -12,8 +12,8 @@
 //! tree iff they sit at the same depth and their ancestors pairwise have equal classes, i.e.
 //! iff (orbit of parent, own class) agree.
 //!
-//! Rooting and the paper's parent-side comparison: a labelling from one root only compares
-//! sibling subtrees; seed 004 additionally compares, for each edge, the component on the parent
+//! Rooting and [Hourai2004]'s parent-side comparison: a labelling from one root only compares
+//! sibling subtrees; [Hourai2004] additionally compares, for each edge, the component on the parent
 //! side with the subtree on the child side. Those two can only be isomorphic when the edge
 //! splits the tree into equal halves — there is at most one such edge, the one joining the two
 //! centroids. [`Labeller::centroid_root`] roots the labelling at the unique centroid or, when

@@ -1,11 +1,11 @@
 //! Choosing the broadcast plan for one (topology, root, message size).
 //!
-//! [`plan_broadcast`] is what the runtime calls (on one rank per root and size class; the plan
-//! is then broadcast): with [`Algorithm::Auto`] it builds the candidates below, predicts each
+//! [`plan_broadcast`] is what the runtime calls (on every rank, once per root and size class:
+//! planning is deterministic, so every rank computes the same plan without communicating): with [`Algorithm::Auto`] it builds the candidates below, predicts each
 //! one's completion time, and returns the fastest, with [`PlanInfo`](super::PlanInfo) filled in.
 //!
 //! Candidates:
-//! * unsegmented trees: the proven-optimal seed-004 schedule for small communicators (a
+//! * unsegmented trees: the proven-optimal [Hourai2004] schedule for small communicators (a
 //!   deterministic node budget), the greedy schedule, the hierarchical relay tree, the binomial
 //!   tree over the depth-first order, and the rank-order binomial tree as a safety net;
 //! * for messages of at least two minimum segments, segmented plans: the depth-first chain, the
@@ -23,7 +23,7 @@
 //! candidates with the best analytic estimate ([`super::pipeline::estimate`]; each family's
 //! segment count is chosen by that estimate first), if they have at most
 //! [`PREDICT_MESSAGE_LIMIT`] messages; the other candidates keep their analytic estimate. The
-//! seed-004 cost-model replay ([`super::replay`]) stands in if the simulator fails, or always
+//! [Hourai2004] cost-model replay ([`super::replay`]) stands in if the simulator fails, or always
 //! with [`Predictor::CostModel`]. A candidate that wins on its analytic estimate alone is then
 //! simulated (if within the limit) and the ranking redone, so the choice rests on the
 //! simulator whenever it can. The MPI baselines come last and are simulated only when a lower
@@ -77,7 +77,7 @@ pub const SIMULATED_FAMILIES: usize = 2;
 pub enum Algorithm {
     /// Predict every candidate, take the fastest.
     Auto,
-    /// Branch and bound (seed 004), unsegmented.
+    /// Branch and bound ([Hourai2004]), unsegmented.
     Optimal,
     /// Greedy earliest completion, unsegmented.
     Greedy,
@@ -85,7 +85,7 @@ pub enum Algorithm {
     Hier,
     /// Binomial tree over the depth-first order of the topology, unsegmented.
     DfsBinomial,
-    /// Depth-first pipelined chain (seed 002).
+    /// Depth-first pipelined chain ([Shirai2007] §6.2).
     Chain,
     /// Two-tree over hosts, pipelined.
     TwoTree,
@@ -171,7 +171,7 @@ pub enum Predictor {
     /// The simulator when available and within the message limit, else the cost-model replay.
     #[default]
     Auto,
-    /// Always the seed-004 cost-model replay.
+    /// Always the [Hourai2004] cost-model replay.
     CostModel,
 }
 
@@ -243,7 +243,7 @@ pub struct Planned {
     pub planning_time_s: f64,
     /// The exact search, when it ran: (proven, nodes explored, search time in seconds).
     pub search: Option<(bool, u64, f64)>,
-    /// For a seed-004 schedule (optimal, greedy): its time under that model, which assumes each
+    /// For a [Hourai2004] schedule (optimal, greedy): its time under that model, which assumes each
     /// transfer waits for room; the prediction above runs the plan with non-blocking sends.
     pub model_time_s: Option<f64>,
 }
@@ -259,7 +259,7 @@ struct Candidate {
     body: Body,
     /// Analytic estimate (segmented candidates), to rank variants.
     estimate: Option<f64>,
-    /// The schedule's own time under the seed-004 model (optimal and greedy schedules).
+    /// The schedule's own time under the [Hourai2004] model (optimal and greedy schedules).
     model_time: Option<f64>,
 }
 
@@ -711,7 +711,7 @@ fn predict(
             return (r.time_s, "simulator", Some(timing));
         }
     }
-    // The seed-004 cost-model replay (also the stand-in should the simulator fail).
+    // The [Hourai2004] cost-model replay (also the stand-in should the simulator fail).
     match replay(model, plan, bytes) {
         Ok(r) => (r.makespan, "cost-model", Some(r.transfers)),
         Err(_) => (estimate.unwrap_or(f64::INFINITY), "analytic", None),

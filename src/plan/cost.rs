@@ -1,4 +1,4 @@
-//! The seed-004 transfer cost model (DESIGN.md section 2), shared by every planner here.
+//! The transfer cost model of [Hourai2004] (docs/design.md §2.2), shared by every planner here.
 //!
 //! A transfer of D bytes from rank s to rank r runs over the tree path's links (b1,d1)..(bn,dn)
 //! at rate b = min bi. Link i is *reserved* at rate b during [t0 + sum_{j<=i} dj, that + D/b)

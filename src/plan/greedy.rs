@@ -1,4 +1,4 @@
-//! Greedy schedules under the seed-004 model: earliest completion first, with look-ahead.
+//! Greedy schedules under the [Hourai2004] model: earliest completion first, with look-ahead.
 //!
 //! Each step adds the transfer (holder -> rank without the data) that completes earliest when
 //! placed at its earliest feasible time, exactly as the optimal search would place it. Two

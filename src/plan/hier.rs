@@ -3,7 +3,7 @@
 //! The broadcast is planned on the relay hierarchy of [`super::relay`]: at every switch group,
 //! its relay broadcasts to the relays of its child groups (the switches below it and the hosts
 //! attached to it); inside every host group, the host's relay broadcasts to its ranks. Each of
-//! these small broadcasts is planned under the seed-004 cost model on the full topology's
+//! these small broadcasts is planned under the [Hourai2004] cost model on the full topology's
 //! links, so it sees the real bandwidths and latencies: at a switch, the child relays are served
 //! largest group first (they have the most left to do), each by whichever holder delivers
 //! earliest; inside a host, the greedy with a little look-ahead. Only a group's relay ever
@@ -99,7 +99,7 @@ pub fn dfs_binomial(topo: &Topology, root: u32) -> Vec<Vec<u32>> {
     children
 }
 
-/// Lower bound (seed-004 model, whole message per transfer) on any unsegmented schedule.
+/// Lower bound ([Hourai2004] model, whole message per transfer) on any unsegmented schedule.
 pub fn unsegmented_lower_bound(model: &CostModel, root: u32) -> f64 {
     let topo: &Topology = model.topology();
     let b = Bounds::new(model);

@@ -6,12 +6,12 @@
 //!
 //! | module | what |
 //! |---|---|
-//! | [`cost`] | the seed-004 cost model (reserved-rate link profiles), sequence evaluation |
+//! | [`cost`] | the [Hourai2004] cost model (reserved-rate link profiles), sequence evaluation |
 //! | [`canon`] | AHU canonical labelling, orbits (symmetry pruning) |
 //! | [`bound`] | lower bounds on broadcast schedules |
 //! | [`optimal`] | branch and bound: proven-optimal unsegmented schedules |
 //! | [`greedy`] | earliest-completion greedy with look-ahead |
-//! | [`relay`] | the relay hierarchy (seed 003), depth-first orders, relay routes |
+//! | [`relay`] | the relay hierarchy ([Takizawa2009]), depth-first orders, relay routes |
 //! | [`hier`] | hierarchical per-switch planning |
 //! | [`pipeline`] | segmented plans: chains, two-trees, pipelined trees; segment counts |
 //! | [`replay`] | predicted time of any plan under the cost model |

@@ -1,20 +1,20 @@
-//! Optimal broadcast schedules under the seed-004 model: depth-first branch and bound.
+//! Optimal broadcast schedules under the [Hourai2004] model: depth-first branch and bound.
 //!
-//! The search space is the model's own (DESIGN.md section 2): sequences of whole-message
+//! The search space is the model's own (docs/design.md §2.2): sequences of whole-message
 //! transfers, each placed at its earliest feasible time at or after the previous one's start, so
 //! starts are non-decreasing. The search prunes with
 //!
 //! * the incumbent: a strong heuristic schedule ([`super::greedy`]) before the search starts,
 //!   improved whenever a better complete schedule is found;
 //! * lower bounds ([`super::bound`]): per-rank path bounds, unit doubling and unit entry bounds;
-//! * symmetry (seed 004's RCut and SCut) via AHU labelling ([`super::canon`]): vertices are
+//! * symmetry (RCut and SCut of [Hourai2004]) via AHU labelling ([`super::canon`]): vertices are
 //!   labelled with their kind, the parameters of the link to their parent, and their state —
 //!   when a rank can send (holders) and the reserved profiles of the link to the parent from the
 //!   last start on. Senders are taken one per orbit of the automorphisms of that labelled tree
-//!   (rooted at the centroid, which covers the paper's parent-side comparison); for each sender,
+//!   (rooted at the centroid, which covers [Hourai2004]'s parent-side comparison); for each sender,
 //!   receivers one per orbit of the automorphisms that fix the sender (labelling rooted at the
 //!   sender). Exchanging two ranks of one orbit maps the whole state onto itself, so the pruned
-//!   branches are exact copies of kept ones. (The paper's SCut additionally keeps only the
+//!   branches are exact copies of kept ones. ([Hourai2004]'s SCut additionally keeps only the
 //!   earliest of isomorphic holders whose *states differ*; that is a heuristic dominance, not
 //!   an exact one, and is not used: proven results must equal an exhaustive search.)
 //! * memoisation: a canonical 128-bit hash of the state up to isomorphism (the same labels,
@@ -92,7 +92,7 @@ pub const TIME_CHECK_NODES: u64 = 256;
 /// Largest communicator the exact search accepts (its route table is n x n).
 pub const MAX_RANKS: usize = 256;
 
-/// Find a fastest broadcast schedule from `root` under the seed-004 model.
+/// Find a fastest broadcast schedule from `root` under the [Hourai2004] model.
 pub fn solve(topo: &Topology, root: u32, bytes: u64, opts: &OptimalOptions) -> Result<OptimalResult, String> {
     let n = topo.num_ranks();
     if n == 0 {
@@ -167,7 +167,7 @@ pub fn solve(topo: &Topology, root: u32, bytes: u64, opts: &OptimalOptions) -> R
 
 /// [`solve`] as a tree plan (each rank receives once, then sends in start-time order) with
 /// [`PlanInfo`](super::PlanInfo) filled in: `predicted_time_s` is the schedule's time under the
-/// seed-004 model, `lower_bound_s` the proven bound (equal to it when proven).
+/// [Hourai2004] model, `lower_bound_s` the proven bound (equal to it when proven).
 pub fn optimal_plan(topo: &Topology, root: u32, bytes: u64, opts: &OptimalOptions) -> Result<super::Plan, String> {
     let r = solve(topo, root, bytes, opts)?;
     let mut p = super::cost::timeline_to_plan(topo.num_ranks() as u32, &r.timeline, "optimal");
@@ -852,7 +852,7 @@ mod tests {
 
     #[test]
     fn paper_schedule_of_fig14_is_optimal_here_too() {
-        // Seed 004 prints its optimal schedule for the 12-CPU non-uniform cluster (Fig. 14).
+        // [Hourai2004] prints its optimal schedule for the 12-CPU non-uniform cluster (Fig. 14).
         // Under our model and topology::gen's parameters it is optimal as well: its time equals
         // the proven optimum (the search finds an equivalent order on the GbE side).
         let t = TwoClusters::paper_nonuniform(3).build().unwrap();
@@ -914,7 +914,7 @@ mod tests {
 
     #[test]
     fn time_limit_is_anytime() {
-        // The paper's non-uniform 2 x 5 x (1+1) cluster: its proof takes a real search, longer
+        // The non-uniform 2 x 5 x (1+1) cluster of [Hourai2004]: its proof takes a real search, longer
         // than the interval at which the clock is read, so a zero or tiny time limit stops it
         // unproven with the best schedule found so far: valid, no worse than the heuristic
         // incumbent, and above the reported lower bound. (2 x 4 x (1+1) is proven in fewer

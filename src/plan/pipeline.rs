@@ -5,7 +5,7 @@
 //! while the first segments are still travelling, so the message is cut into segments and sent
 //! down one or more spanning trees, segment after segment:
 //!
-//! * **DFS chain** (seed 002): one chain through the ranks in depth-first order of the tree, so
+//! * **DFS chain** ([Shirai2007] §6.2): one chain through the ranks in depth-first order of the tree, so
 //!   each link is crossed once per direction and every rank forwards at its full access rate;
 //!   but the pipeline fills over n hops.
 //! * **Pipelined hierarchical tree**: the tree of [`super::hier`] (one relay per switch and per
@@ -127,7 +127,7 @@ pub fn plan_from_trees(topo: &Topology, root: u32, trees: &[Tree], nsegs: u32, b
     p
 }
 
-/// Seed 002's chain: the ranks in depth-first order from the root.
+/// The chain of [Shirai2007] §6.2: the ranks in depth-first order from the root.
 pub fn dfs_chain(topo: &Topology, root: u32) -> Tree {
     super::trees::chain(topo.num_ranks() as u32, &dfs_order(topo, root))
 }

@@ -1,6 +1,6 @@
-//! Relay routes (seed 003): cross each congested uplink once, through a well-connected rank.
+//! Relay routes ([Takizawa2009]): cross each congested uplink once, through a well-connected rank.
 //!
-//! Seed 003 routes large messages between leaf switches through *relay nodes*: one rank under
+//! [Takizawa2009] routes large messages between leaf switches through *relay nodes*: one rank under
 //! each switch with the best access link receives on behalf of its switch and forwards after the
 //! whole message arrived (store-and-forward). For a broadcast that becomes a hierarchy of groups
 //! ([`Hierarchy`]), rooted where the broadcast starts:
@@ -267,7 +267,7 @@ impl Hierarchy {
 }
 
 /// Ranks in depth-first order of the tree walked from the root rank, children by name: a chain
-/// in this order crosses every link once in each direction (seed 002's pipelined chain).
+/// in this order crosses every link once in each direction (the pipelined chain of [Shirai2007] §6.2).
 pub fn dfs_order(topo: &Topology, root: u32) -> Vec<u32> {
     let nv = topo.num_vertices();
     let mut out = Vec::with_capacity(topo.num_ranks());

@@ -1,8 +1,8 @@
-//! Predicted time of any [`Plan`] under the seed-004 cost model, by replaying its execution.
+//! Predicted time of any [`Plan`] under the [Hourai2004] cost model, by replaying its execution.
 //!
 //! The plan's own semantics (receives pre-posted; a rank issues its sends in list order, each as
 //! soon as all of its segments are present) drive an event loop; every issued send becomes a
-//! seed-004 transfer of its segments' bytes, placed at the earliest time at or after its issue
+//! [Hourai2004] transfer of its segments' bytes, placed at the earliest time at or after its issue
 //! at which its path has room (reserved-rate profiles, delayed never slowed), and never before
 //! the previous message between the same pair (one FIFO connection). Unlike the optimal
 //! search's construction order there is no global "not before the last start" rule: a replay

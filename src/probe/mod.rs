@@ -11,7 +11,7 @@
 //! themselves (the slowest pair dominates), and the results coming back. Inference therefore
 //! tries to need few rounds, with many pairs per round, and few pairs in total.
 //!
-//! The per-pair protocol ([`ping_pair`], seed 002 section 4.1) is pure and shared by every
+//! The per-pair protocol ([`ping_pair`], [Shirai2007] §4.1) is pure and shared by every
 //! implementation: it is driven by a closure performing one round trip.
 //!
 //! Implementations: [`SimProber`] (a true tree plus a noise model, any scale, virtual time),
@@ -97,7 +97,7 @@ impl std::error::Error for ProbeError {}
 ///   All pairs are measured **concurrently**; for each pair, host `a` runs [`ping_pair`] with
 ///   `spec` against `b` (its closure does one small-message round trip and returns its duration
 ///   in seconds) while `b` answers each ping until `a` tells it to stop. Hosts not in any pair
-///   wait politely (no busy polling, DESIGN.md section 5). The result has one
+///   wait politely (no busy polling, docs/design.md §5.3). The result has one
 ///   [`PairMeasurement`] per pair, **in the order of `pairs`**, with `a`/`b` as given.
 /// - `bandwidth_round(pairs, bytes)`: same pairing rules; `a` sends `bytes` to `b` while every
 ///   other pair of the round transfers at the same time; returns the achieved rate in bytes/s

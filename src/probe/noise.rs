@@ -11,7 +11,7 @@
 //! - `lomax:scale_us=X,alpha=A`: `e ~ Lomax(X, A)` (Pareto type II on [0, inf): `P(e > t) =
 //!   (1 + t/X)^-A`), heavy-tailed queueing/scheduling delay that only ever adds.
 //! - Outliers: with probability `stall_prob` a whole pair measurement is *descheduled*: every
-//!   sample of the window takes `stall` (uniform in 12..16 ms, DESIGN.md section 5) on top;
+//!   sample of the window takes `stall` (uniform in 12..16 ms, docs/design.md §5.3) on top;
 //!   independently each sample is a *spike* with probability `spike_prob` (uniform extra up to
 //!   200 us, "rare outliers up to 200 us").
 //! - A loaded host: every one-way message it sends or receives is late by
@@ -145,7 +145,7 @@ impl Outliers {
         spike_max_s: 200e-6,
     };
 
-    /// The shapes measured on the emulated cluster (DESIGN.md section 5) at the given rates.
+    /// The shapes measured on the emulated cluster (docs/design.md §5.3) at the given rates.
     pub fn emulated(stall_prob: f64, spike_prob: f64) -> Outliers {
         Outliers {
             stall_prob,

@@ -1,4 +1,4 @@
-//! The per-pair RTT protocol of seed 002 section 4.1, independent of the transport.
+//! The per-pair RTT protocol of [Shirai2007] §4.1, independent of the transport.
 //!
 //! Repeated small-message ping-pong keeping the **minimum** (queueing and scheduling only ever add
 //! delay, so the minimum is the estimate of the path's own latency); a set stops after
@@ -6,19 +6,19 @@
 //! `max_round_trips`; `sets` independent sets give `sets` minima whose spread (max - min) is the
 //! jitter *interval* inference uses to decide whether two branch points coincide.
 //!
-//! Beyond the paper: with a finite `far_s`, a pair whose first round trip takes at least `far_s`
+//! Beyond [Shirai2007]: with a finite `far_s`, a pair whose first round trip takes at least `far_s`
 //! (a routed or wide-area path) is measured **coarsely**: that one round trip is the whole
-//! measurement, its only set. At 5 ms per round trip the paper's rule spends 0.17-0.45 s on such
+//! measurement, its only set. At 5 ms per round trip the rule of [Shirai2007] spends 0.17-0.45 s on such
 //! a pair, while one sample is within microseconds of the minimum — ample for links of
 //! milliseconds, though not for microsecond-scale structure. Inference decides what may use
-//! coarse pairs (only the join of far-apart parts of the network); the default is the paper's
+//! coarse pairs (only the join of far-apart parts of the network); the default is the [Shirai2007]
 //! protocol (`far_s` infinite).
 //!
 //! Every sample is kept: the estimate module fits latency distributions to them.
 
 use serde::{Deserialize, Serialize};
 
-/// Parameters of the ping-pong protocol. Defaults are the paper's: 10 / 30 / 3.
+/// Parameters of the ping-pong protocol. Defaults are those of [Shirai2007]: 10 / 30 / 3.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub struct PingSpec {
     /// Stop a set after this many consecutive round trips that do not lower its minimum.
@@ -30,7 +30,7 @@ pub struct PingSpec {
     /// Payload of each ping and pong, bytes (small: latency, not bandwidth, is measured).
     pub message_bytes: u32,
     /// A pair whose first round trip takes at least this long (seconds) ends there: one set of
-    /// one sample. Infinite (the default): never, the paper's protocol.
+    /// one sample. Infinite (the default): never, the protocol of [Shirai2007].
     pub far_s: f64,
 }
 
@@ -113,7 +113,7 @@ impl PairMeasurement {
         self.samples_s.iter().copied().fold(f64::INFINITY, f64::min)
     }
 
-    /// The paper's jitter interval: max - min of the set minima (seconds).
+    /// The jitter interval of [Shirai2007]: max - min of the set minima (seconds).
     pub fn interval_s(&self) -> f64 {
         let m = self.set_minima_s();
         let hi = m.iter().copied().fold(f64::NEG_INFINITY, f64::max);
@@ -127,7 +127,7 @@ impl PairMeasurement {
 
     /// Jitter interval ignoring the worst set: the spread of all set minima but the largest.
     ///
-    /// Why: one set hit by a scheduling stall (DESIGN.md section 5: a descheduled pair reads
+    /// Why: one set hit by a scheduling stall (docs/design.md §5.3: a descheduled pair reads
     /// milliseconds instead of microseconds) would otherwise make the interval, and with it the
     /// snapping tolerance, absurdly wide, while the minimum over sets already ignores the stall.
     /// With fewer than three sets this equals [`interval_s`](Self::interval_s).
@@ -263,12 +263,12 @@ mod tests {
         let m = run(&[5e-3, 4e-3, 6e-3], &far);
         assert_eq!((m.set_len.clone(), m.rtt_s()), (vec![1], 5e-3));
         assert!(m.is_coarse() && far.ended_far(&m));
-        // A first round trip below the threshold: the paper's rule, whatever follows.
+        // A first round trip below the threshold: the rule of [Shirai2007], whatever follows.
         let m = run(&[0.5e-3, 2e-3, 2e-3], &far);
         assert_eq!(m.set_len.len(), 3);
         assert!(m.set_len.iter().all(|&n| n >= 11), "{:?}", m.set_len);
         assert!(!m.is_coarse() && !far.ended_far(&m));
-        // The default (paper's) protocol measures far pairs like any other.
+        // The default ([Shirai2007]) protocol measures far pairs like any other.
         assert_eq!(run(&[5e-3], &PingSpec::default()).set_len, vec![11, 11, 11]);
     }
 

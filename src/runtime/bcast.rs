@@ -341,7 +341,7 @@ mod fast {
     }
 }
 
-/// The call's result if it repeats this thread's previous call on a settled library route (see
+/// The call's result if it repeats the last remembered call on a settled library route (see
 /// `fast`), else `None` (take the full path). Front ends may try it before their own checks: a
 /// remembered call was a valid one on a live intra-communicator with a root in range.
 ///

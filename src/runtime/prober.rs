@@ -9,7 +9,7 @@
 //!    transfer), `b` answers until told to stop; leaders without a pair — and every non-leader
 //!    rank, for the whole of probing — wait politely (`MPI_Test` + sleep), because on
 //!    oversubscribed hosts busy-polling bystanders deschedule the measuring pair and turn 20 us
-//!    RTTs into milliseconds (DESIGN.md section 5);
+//!    RTTs into milliseconds (docs/design.md §5.3);
 //! 3. results come back to the coordinator in a non-blocking gather.
 //!
 //! Sets follow a [`SetSchedule`]. Where hosts share a kernel (emulated hosts, see below) they

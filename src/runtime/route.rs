@@ -8,8 +8,8 @@
 //! (large messages across oversubscribed uplinks) the plan is several times faster.
 //!
 //! **Choice.** Without a network topology, or when the chosen plan is one of the library's own
-//! algorithms, or when the plan's predicted time is at least twice the library's (its
-//! algorithm's simulated lower bound), the route is clear at once. Otherwise the first
+//! algorithms, the library; when the plan's predicted time is at most half the library's (its
+//! algorithm's simulated time or lower bound), the plan: the route is clear at once. Otherwise the first
 //! [`TRIAL_CALLS`] calls of each route alternate, every rank timing its own part, and at the end
 //! one `MPI_Allreduce` (max over ranks of each route's median) decides for every rank alike —
 //! never a per-rank guess, so ranks cannot diverge. `TREECAST_ROUTE` forces one route.

@@ -114,7 +114,7 @@ pub type OrderKey = (i64, i64);
 const ROUTE_LIMIT: usize = 4096;
 
 /// Bumped whenever a communicator's state goes away (or its routes are forgotten): the
-/// broadcast's per-thread fast path (see `bcast`) remembers states by address and must not
+/// broadcast's fast path (see `bcast`) remembers a communicator's duplicate and must not
 /// trust a remembered one after that.
 pub static EPOCH: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 

@@ -1,4 +1,4 @@
-//! All-to-all message patterns (seed 001) and a runner for dependency-free message programs.
+//! All-to-all message patterns ([Yazaki2010]) and a runner for dependency-free message programs.
 //!
 //! In an all-to-all every rank sends one message of `bytes` to every other rank; the algorithm
 //! only fixes the order in which each rank sends:

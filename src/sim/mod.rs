@@ -1,4 +1,4 @@
-//! Flow-level network simulator (seed 001, MFS, with exact max-min sharing and per-hop latency).
+//! Flow-level network simulator ([Yazaki2010], MFS, with exact max-min sharing and per-hop latency).
 //!
 //! It runs any broadcast [`Plan`] — or a message pattern such as an all-to-all — on any
 //! [`Topology`] at thousands of ranks, so the planner can choose among candidate plans by

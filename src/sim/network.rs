@@ -2,7 +2,7 @@
 //!
 //! Every directed link maps to one *resource* (a capacity that flows share). A full-duplex link
 //! gives two resources, one per direction; a half-duplex link gives one resource that both
-//! directions share (DESIGN.md section 2). A half-duplex link whose two directions declare
+//! directions share (docs/design.md §2.1). A half-duplex link whose two directions declare
 //! different bandwidths is given the smaller one as its shared capacity: the medium is one wire,
 //! and the conservative choice never lets the simulator promise more than either end measured.
 

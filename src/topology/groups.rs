@@ -1,6 +1,6 @@
 //! The `groups` output format: which hosts share a leaf switch.
 //!
-//! This is the partition that topology inference must recover exactly and that DESIGN.md's
+//! This is the partition that topology inference must recover exactly (docs/design.md §4.4) and that
 //! `infer --format groups` prints, so it is defined on the switch/host boundary only:
 //! - a **host** is a non-switch vertex adjacent to a switch: the `node` vertices of a host-level
 //!   tree or of a rank-level tree with nodes, or a `rank` hung directly on a switch in a

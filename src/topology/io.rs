@@ -1,4 +1,4 @@
-//! Reading and writing topologies in the stable formats of DESIGN.md section 4.
+//! Reading and writing topologies in the stable formats of docs/design.md §4.
 //!
 //! The format modules, and the API other modules code against:
 //! - `topology::json::{from_str(text, file) -> Result<Topology, TopologyError>, to_string(&Topology) -> String}`

@@ -669,7 +669,7 @@ fn rtt_csv_errors_name_line_and_column() {
 
 #[test]
 fn rtt_csv_symmetry_tolerance_admits_measurement_noise() {
-    // DESIGN.md's emulated cluster: same-switch minima 19-25 us, cross-switch 33-55 us.
+    // The emulated cluster of docs/design.md §5.3: same-switch minima 19-25 us, cross-switch 33-55 us.
     assert!(rtt_csv::from_str("host,a,b\na,0,19\nb,25,0\n", "m").is_ok());
     assert!(rtt_csv::from_str("host,a,b\na,0,33\nb,55,0\n", "m").is_ok());
     // Loopback-scale values get the absolute slack.

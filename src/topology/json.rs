@@ -1,4 +1,4 @@
-//! Topology JSON (DESIGN.md section 4), the lossless format.
+//! Topology JSON (docs/design.md §4.1), the lossless format.
 //!
 //! ```json
 //! {

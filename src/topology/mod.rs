@@ -3,7 +3,7 @@
 //! Leaves are MPI ranks (or, in host-level trees such as those inferred from an RTT matrix, the
 //! hosts themselves); internal vertices are relays: a `node` (one host's shared memory) or a
 //! `switch`. Every link carries, per direction, a latency and a bandwidth, and is full or half
-//! duplex (DESIGN.md section 2). Units inside the library are SI: seconds and bytes per second;
+//! duplex (docs/design.md §2.1). Units inside the library are SI: seconds and bytes per second;
 //! the file formats use microseconds and Gbit/s and convert at the edge.
 //!
 //! A `Topology` is immutable once built: `TopologyBuilder::build` validates that the graph is a
@@ -81,7 +81,7 @@ pub enum Duplex {
     Half,
 }
 
-/// Fitted one-way latency distribution of a link (seed 000), filled in by probing.
+/// Fitted one-way latency distribution of a link ([Kaishima2005]), filled in by probing.
 /// Times in seconds. Either model may be absent.
 #[derive(Clone, Copy, Debug, PartialEq, Default, Serialize, Deserialize)]
 pub struct LatencyFit {

@@ -1,4 +1,4 @@
-//! RTT matrix CSV (DESIGN.md section 4).
+//! RTT matrix CSV (docs/design.md §4.3).
 //!
 //! ```text
 //! host,h0,h1,h2
@@ -14,12 +14,12 @@
 //!
 //! **Symmetry.** An RTT is a property of the pair, so `rtt[i][j]` and `rtt[j][i]` should agree.
 //! Tools that measure each pair from both ends get two independent min-of-k estimates, which
-//! differ by noise: on the emulated cluster of DESIGN.md section 5 pair minima of the same class
+//! differ by noise: on the emulated cluster of docs/design.md §5.3 pair minima of the same class
 //! spread over 19-25 us (same switch) and 33-55 us (across switches), i.e. up to ~40% apart. A pair
 //! is therefore accepted when `|a - b| <= max(SYMMETRY_REL_TOL * max(a, b), SYMMETRY_ABS_TOL_US)`
 //! (a factor of 2 at most, or 2 us for loopback-scale values), which admits honest re-measurements
 //! but rejects what they cannot explain: transposed or shifted rows, unit mix-ups, and the
-//! millisecond descheduling artefacts DESIGN.md reports (12-16 ms against 20-40 us). Both values
+//! millisecond descheduling artefacts docs/design.md §5.3 reports (12-16 ms against 20-40 us). Both values
 //! are kept as written; consumers average or take the minimum as they need. A pair measured in one
 //! direction only is fine.
 

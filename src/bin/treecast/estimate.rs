@@ -1,4 +1,4 @@
-//! `treecast estimate`: E[max] and quantiles of collective time over n receivers (seed 000).
+//! `treecast estimate`: E[max] and quantiles of collective time over n receivers ([Kaishima2005]).
 //!
 //! ```text
 //! treecast estimate --pareto k=41.7,alpha=16.9 --n 64
@@ -114,7 +114,7 @@ fn samples_report(path: &Path, n: f64, ps: &[f64], json_out: bool) -> Result<(),
         Some("all samples equal: alpha is infinite, the model is a point mass at k".to_string())
     } else if pf.alpha <= 1.0 {
         Some(format!(
-            "alpha <= 1: clipped at x0 = k m^(1/alpha) = {:.6} (paper Eq. 13)",
+            "alpha <= 1: clipped at x0 = k m^(1/alpha) = {:.6} ([Kaishima2005] Eq. 13)",
             pf.truncation_point()
         ))
     } else {

@@ -45,7 +45,7 @@ pub struct Args {
     #[arg(long, default_value_t = 1)]
     trials: usize,
     /// Strategy: auto (default: all-pairs for a complete --rtt matrix and for --model trees of
-    /// at most 32 hosts, else batch), batch, paper (seed 002 as published) or all-pairs.
+    /// at most 32 hosts, else batch), batch, paper ([Shirai2007] as published) or all-pairs.
     #[arg(long, default_value = "auto")]
     strategy: String,
     /// Do not use host order as a locality hint.

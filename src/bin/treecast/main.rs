@@ -1,4 +1,4 @@
-//! `treecast` command-line interface (DESIGN.md section 4).
+//! `treecast` command-line interface (docs/design.md §4.6).
 //!
 //! Exit codes: 0 success, 2 bad input (one-line error naming file/line/field), 1 other failure.
 //! Each subcommand lives in its own file with its clap `Args` and a `run` function.

@@ -1,7 +1,7 @@
 //! `treecast plan --topology FILE --root R --bytes N [--algorithm NAME] [--time-limit S]
 //! [--node-limit N] [--segments S] [--format text|json|svg] [--output FILE]`
 //!
-//! Computes a broadcast plan (DESIGN.md section 4) and reports the algorithm, the predicted
+//! Computes a broadcast plan (docs/design.md §4.6) and reports the algorithm, the predicted
 //! completion time (and which predictor gave it), for the exact search whether it was proven
 //! optimal, the nodes it explored and its time, every message with its predicted start and end,
 //! and the relay routes. `svg` draws a Gantt chart of the plan per rank.
@@ -234,7 +234,7 @@ fn text_report(topo: &Topology, p: &Planned, bytes: u64) -> String {
     if let Some((proven, nodes, secs)) = p.search {
         let _ = writeln!(
             s,
-            "exact search (unsegmented seed-004 model): {} after {} nodes, {:.4} s{}",
+            "exact search (unsegmented [Hourai2004] model): {} after {} nodes, {:.4} s{}",
             if proven {
                 "proven optimal"
             } else {
@@ -246,7 +246,7 @@ fn text_report(topo: &Topology, p: &Planned, bytes: u64) -> String {
         );
     }
     if let Some(m) = p.model_time_s {
-        let _ = writeln!(s, "time under the seed-004 model: {:.4} ms", ms(m));
+        let _ = writeln!(s, "time under the [Hourai2004] model: {:.4} ms", ms(m));
     }
     let _ = writeln!(s, "planning time: {:.4} s", p.planning_time_s);
     let _ = writeln!(s, "\ncandidates:");

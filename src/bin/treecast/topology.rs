@@ -41,7 +41,7 @@ struct GenerateArgs {
     /// Family name; an unknown name lists the families.
     #[arg(long)]
     family: String,
-    /// Hosts per leaf switch (SMPs per cluster for the paper's cluster families).
+    /// Hosts per leaf switch (SMPs per cluster for the cluster families of [Hourai2004]).
     #[arg(long)]
     hosts_per_switch: Option<usize>,
     /// Leaf switches below the top switch.

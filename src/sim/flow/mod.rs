@@ -16,7 +16,7 @@
 //!   every link at once, and the **receiver has the data at `T_src + D`**.
 //!
 //! Unshared, `x = min b_i` throughout, so the receiver completes at exactly
-//! `t0 + D + B / min b_i`: the seed-004 cost model. A link is charged from the moment the head
+//! `t0 + D + B / min b_i`: the [Hourai2004] cost model. A link is charged from the moment the head
 //! arrives until the source has sent everything, so no link ever carries more than its capacity
 //! (the allocation is feasible at every instant). The approximation: a rate change is felt at
 //! once along the whole path, rather than `o_i` later at link i; with microsecond latencies and

@@ -29,23 +29,23 @@ pub struct GenOptions {
 pub const FAMILIES: &[(&str, &str)] = &[
     (
         "star",
-        "seed 004 Fig. 11: one GbE switch, hosts with 1 rank (--hosts-per-switch, default 8)",
+        "[Hourai2004] Fig. 11: one GbE switch, hosts with 1 rank (--hosts-per-switch, default 8)",
     ),
     (
         "dual-cpu",
-        "seed 004 Fig. 12: dual-CPU SMPs on one GbE switch (--hosts-per-switch SMPs, default 8)",
+        "[Hourai2004] Fig. 12: dual-CPU SMPs on one GbE switch (--hosts-per-switch SMPs, default 8)",
     ),
     (
         "uniform",
-        "seed 004 Fig. 13: two dual-CPU GbE clusters (--hosts-per-switch SMPs each, default 4)",
+        "[Hourai2004] Fig. 13: two dual-CPU GbE clusters (--hosts-per-switch SMPs each, default 4)",
     ),
     (
         "nonuniform",
-        "seed 004 Fig. 14: Fast Ethernet + GbE dual-CPU clusters (--hosts-per-switch SMPs each, default 3)",
+        "[Hourai2004] Fig. 14: Fast Ethernet + GbE dual-CPU clusters (--hosts-per-switch SMPs each, default 3)",
     ),
     (
         "testbed",
-        "seed 002 Fig. 6: 4 clusters x 4 edge switches x 16 hosts (--hosts-per-switch per edge)",
+        "[Shirai2007] Fig. 6: 4 clusters x 4 edge switches x 16 hosts (--hosts-per-switch per edge)",
     ),
     (
         "fat-tree",
@@ -57,7 +57,7 @@ pub const FAMILIES: &[(&str, &str)] = &[
     ),
     (
         "emu",
-        "DESIGN.md's emulated cluster: 3 bridges x 3 hosts, 300 Mbit/s uplinks (--switches, --hosts-per-switch)",
+        "emulated cluster of docs/design.md §5.3: 3 bridges x 3 hosts, 300 Mbit/s uplinks (--switches, --hosts-per-switch)",
     ),
 ];
 

@@ -1,14 +1,14 @@
 //! Parameterised generators for the model topologies the project is tested and demonstrated on.
 //!
 //! Families:
-//! - [`Star`]: one switch, hosts around it — the optimal-broadcast paper's star (seed 004, Fig. 11)
+//! - [`Star`]: one switch, hosts around it — the star of [Hourai2004] (Fig. 11)
 //!   and, with two ranks per host, its dual-CPU cluster (Fig. 12).
-//! - [`TwoClusters`]: two clusters joined switch to switch — the paper's two uniform clusters
+//! - [`TwoClusters`]: two clusters joined switch to switch — the two uniform clusters of [Hourai2004]
 //!   (Fig. 13) and two non-uniform clusters, Fast Ethernet + GbE (Fig. 14).
-//! - [`Testbed`]: the topology-inference paper's 4-cluster, 256-host testbed (seed 002, Fig. 6).
+//! - [`Testbed`]: the 4-cluster, 256-host testbed of [Shirai2007] (Fig. 6).
 //! - [`Clusters`]: several clusters joined to a core over routed or wide-area links.
 //! - [`Tree`]: regular trees of switches: a full-bisection fat tree, k:1 oversubscribed uplinks,
-//!   and the emulated 3 x 3 cluster of DESIGN.md section 5.
+//!   and the emulated 3 x 3 cluster of docs/design.md §5.3.
 //!
 //! Every builder takes `ranks_per_host`: 0 builds a host-level tree whose leaves are the `node`
 //! vertices (what inference produces from an RTT matrix); `r >= 1` hangs `r` rank leaves below
@@ -19,10 +19,10 @@
 //! Naming: hosts end in zero-padded numbers (`h00`..`h15`) so Slurm hostlists compress; ranks are
 //! `r<rank>`.
 //!
-//! **Where the numbers come from.** Seed 004 says its model parameters were "set from measured
-//! values" but does not print them, so the paper families use the era's nominal link speeds
-//! (GbE = 1 Gbit/s, Fast Ethernet = 100 Mbit/s) and parameters derived from the paper's own
-//! broadcast tables where possible (documented at each constant). Seed 002's Fig. 6 (with the
+//! **Where the numbers come from.** [Hourai2004] says its model parameters were "set from measured
+//! values" but does not print them, so the [Hourai2004] families use the era's nominal link speeds
+//! (GbE = 1 Gbit/s, Fast Ethernet = 100 Mbit/s) and parameters derived from its own
+//! broadcast tables where possible (documented at each constant). Fig. 6 of [Shirai2007] (with the
 //! testbed's exact switch layout and latencies) was lost in extraction; [`Testbed`] uses every
 //! number its prose gives and documents the rest as choices.
 
@@ -42,15 +42,15 @@ const fn dir(latency_s: f64, bandwidth_bps: f64) -> LinkDir {
     }
 }
 
-/// Host <-> switch over Gigabit Ethernet in the seed 004 families: 1 Gbit/s nominal; 25 us
-/// one-way per link (50 us host to host, 100 us RTT: TCP over GbE in 2004; the paper is silent).
+/// Host <-> switch over Gigabit Ethernet in the [Hourai2004] families: 1 Gbit/s nominal; 25 us
+/// one-way per link (50 us host to host, 100 us RTT: TCP over GbE in 2004; [Hourai2004] is silent).
 pub const PAPER_GBE: LinkDir = dir(25e-6, 1.25e8);
 
-/// Host <-> switch over Fast Ethernet (seed 004, Fig. 14): 100 Mbit/s nominal; 40 us one-way
+/// Host <-> switch over Fast Ethernet ([Hourai2004], Fig. 14): 100 Mbit/s nominal; 40 us one-way
 /// (our choice: the slower NIC and switch of the era).
 pub const PAPER_FAST_ETHERNET: LinkDir = dir(40e-6, 1.25e7);
 
-/// CPU <-> SMP shared memory (seed 004 models an SMP as a relay vertex "Shared MEM"): 2 Gbit/s,
+/// CPU <-> SMP shared memory ([Hourai2004] models an SMP as a relay vertex "Shared MEM"): 2 Gbit/s,
 /// 1 us. Derived from Table 6 (LAM/MPI, Fig. 12, 4 CPUs on 2 SMPs): the optimal 1 MB broadcast
 /// took 12.3 ms = one GbE transfer (8.4 ms) + one intra-SMP copy, so the copy ran at
 /// 1 MB / 3.9 ms = 2.2 Gbit/s (MPICH/SCore, Table 5: 12.7 ms -> 2.0 Gbit/s).
@@ -67,7 +67,7 @@ pub const PAPER_GBE_INTERSWITCH: LinkDir = dir(5e-6, 1.25e8);
 /// not grow, so the link between the clusters carries one 100 Mbit/s transfer at a time.
 pub const PAPER_FAST_INTERSWITCH: LinkDir = dir(5e-6, 1.25e7);
 
-/// Rank <-> node shared memory for the non-paper families: 0.3 us, 40 Gbit/s (DESIGN.md's
+/// Rank <-> node shared memory for the families not from [Hourai2004]: 0.3 us, 40 Gbit/s (docs/design.md §4.1's
 /// example values for a current host).
 pub const SHM: LinkDir = dir(0.3e-6, 5e9);
 
@@ -133,7 +133,7 @@ impl Hosts {
 
 /// One switch with `hosts` hosts (`sw`; hosts `h0`.. padded).
 ///
-/// Seed 004 Fig. 11 ("networks with star topology", fully symmetric; Table 1 uses 8-16 nodes) is
+/// [Hourai2004] Fig. 11 ("networks with star topology", fully symmetric; Table 1 uses 8-16 nodes) is
 /// [`Star::paper_star`]; Fig. 12 ("dual-CPU cluster": 2 CPUs per SMP, SMPs on one GbE switch;
 /// Table 2 up to 2 x 8) is [`Star::paper_dual_cpu`].
 #[derive(Clone, Debug, PartialEq)]
@@ -147,7 +147,7 @@ pub struct Star {
 }
 
 impl Star {
-    /// The paper's star: each participant is a host with one rank on GbE.
+    /// The star of [Hourai2004]: each participant is a host with one rank on GbE.
     pub fn paper_star(hosts: usize) -> Star {
         Star {
             hosts,
@@ -157,7 +157,7 @@ impl Star {
         }
     }
 
-    /// The paper's dual-CPU cluster: `smps` SMP hosts with 2 CPUs (ranks) each on GbE.
+    /// The dual-CPU cluster of [Hourai2004]: `smps` SMP hosts with 2 CPUs (ranks) each on GbE.
     pub fn paper_dual_cpu(smps: usize) -> Star {
         Star {
             hosts: smps,
@@ -184,9 +184,9 @@ impl Star {
 /// Two clusters, each one switch with `hosts_per_cluster` hosts, the switches joined directly.
 /// Switches `c0sw`, `c1sw`; hosts `c0h0`.., `c1h0`..; cluster 0's hosts (and ranks) come first.
 ///
-/// Seed 004 Fig. 13 (two uniform dual-CPU GbE clusters; Table 3 up to 2 x 4 x 2 = 2 CPUs x 4
+/// [Hourai2004] Fig. 13 (two uniform dual-CPU GbE clusters; Table 3 up to 2 x 4 x 2 = 2 CPUs x 4
 /// SMPs x 2 clusters) is [`TwoClusters::paper_uniform`]; Fig. 14 (a Fast Ethernet and a GbE
-/// dual-CPU cluster; Table 4 up to 2 x 4 x (1+1)) is [`TwoClusters::paper_nonuniform`]. The paper
+/// dual-CPU cluster; Table 4 up to 2 x 4 x (1+1)) is [`TwoClusters::paper_nonuniform`]. [Hourai2004]
 /// does not say how the clusters are joined; a direct switch-to-switch link is the simplest tree
 /// its experiment ("machines connected to switching hubs") fits.
 #[derive(Clone, Debug, PartialEq)]
@@ -213,7 +213,7 @@ impl TwoClusters {
     }
 
     /// Cluster 0 on Fast Ethernet, cluster 1 on GbE, `smps` dual-CPU hosts each, joined at
-    /// 100 Mbit/s ([`PAPER_FAST_INTERSWITCH`]). Fast Ethernet is cluster 0 because the paper's
+    /// 100 Mbit/s ([`PAPER_FAST_INTERSWITCH`]). Fast Ethernet is cluster 0 because [Hourai2004]'s
     /// optimal 12-CPU schedule (0->6, 0->2, 6->8, 6->4, 8->10, ...) only makes sense that way:
     /// host 0 feeds one host of the other cluster, then both feed the rest of cluster 0's hosts
     /// (0, 2, 4) in parallel over their slow links, while CPUs 6..11 spread on GbE.
@@ -245,11 +245,11 @@ impl TwoClusters {
     }
 }
 
-/// A 4-cluster testbed like seed 002's (Fig. 6): 4 clusters of 4 edge switches x
+/// A 4-cluster testbed like that of [Shirai2007] (Fig. 6): 4 clusters of 4 edge switches x
 /// `hosts_per_edge` GbE hosts (16 -> 64 per cluster, 256 in all), L2 switches inside a cluster,
 /// L3 routers between clusters.
 ///
-/// From the paper's prose:
+/// From the prose of [Shirai2007]:
 /// - all hosts on Gigabit Ethernet; clusters built from L2 switches, joined by L3 routers;
 /// - inside a cluster the RTT grows about 10 us per 2 hops (Fig. 4 measured 2-, 4- and 6-hop
 ///   pairs in cluster 4): every switch <-> switch link is [`Testbed::SWITCH_LINK`], 2.5 us one-way
@@ -258,15 +258,15 @@ impl TwoClusters {
 /// - cluster 4 reaches cluster 3 through 3 L3 routers: each cluster has a gateway router `cKgw`,
 ///   and gateways meet at core routers; clusters 3 and 4 share a building (core `coreB`);
 /// - a 5 us core link that no host is near: `coreA` -- `coreB`, with clusters 1 and 2 on
-///   `coreA`, so the paths 1->3 and 2->4 share it, as the paper's error analysis describes;
+///   `coreA`, so the paths 1->3 and 2->4 share it, as the error analysis of [Shirai2007] describes;
 /// - clusters 1 and 2 are 25 and 31 km away, and cluster 1 <-> 2 measured "2 + 3 ms": their
 ///   gateways are 1 ms and 1.5 ms one-way from `coreA` (RTT contributions 2 and 3 ms).
 ///
 /// Our choices (Fig. 6 is lost): host <-> edge 12.5 us one-way (50 us same-switch RTT, GbE TCP
 /// of 2007); cluster root <-> gateway 5 us; gateways 3, 4 <-> `coreB` 20 us (routed, same
-/// building); all inter-cluster links 1 Gbit/s (the 150-200 Mbit/s the paper measured between
+/// building); all inter-cluster links 1 Gbit/s (the 150-200 Mbit/s [Shirai2007] measured between
 /// clusters were TCP-window limits, not link speeds). Cluster shapes follow the inferred
-/// pictures the paper describes (Fig. 7): cluster 1 three levels (root, 2 aggregation switches,
+/// pictures [Shirai2007] describes (Fig. 7): cluster 1 three levels (root, 2 aggregation switches,
 /// 2 edge switches each: the 2/4/6-hop pairs), cluster 2 a cross (root with 4 edge switches),
 /// cluster 3 a line of 4 switches each with hosts, cluster 4 three levels like cluster 1 but with
 /// trunks.
@@ -425,7 +425,7 @@ impl Tree {
         }
     }
 
-    /// The emulated cluster of DESIGN.md section 5: `switches` Linux bridges with
+    /// The emulated cluster of docs/design.md §5.3: `switches` Linux bridges with
     /// `hosts_per_switch` network namespaces each, joined by a top bridge; each uplink runs
     /// through 2 extra bridges and is shaped to 300 Mbit/s with `tc tbf`.
     ///
@@ -433,7 +433,7 @@ impl Tree {
     /// (0.75 us one-way), an uplink is 3 such hops (leaf -> 2 extra bridges -> top) = 2.25 us;
     /// same-switch RTT is about 15 us over Open MPI TCP, i.e. 3.75 us one-way per host link
     /// (software cost folded into the host links, as an RTT-inferred tree would). The extra
-    /// bridges are not vertices: they do not branch, so RTTs cannot see them (seed 002's logical
+    /// bridges are not vertices: they do not branch, so RTTs cannot see them ([Shirai2007]'s logical
     /// topology). Unshaped veth host links are taken as 10 Gbit/s.
     pub fn emulated(switches: usize, hosts_per_switch: usize) -> Tree {
         Tree {

@@ -58,7 +58,7 @@ fn paper_two_clusters() {
         t.path_latency(r(0), r(6)),
         (1.0 + 40.0 + 5.0 + 25.0 + 1.0) * 1e-6
     ));
-    // The paper's 16-CPU case is one more SMP per cluster.
+    // The 16-CPU case of [Hourai2004] is one more SMP per cluster.
     assert_eq!(TwoClusters::paper_nonuniform(4).build().unwrap().num_ranks(), 16);
 }
 
@@ -186,7 +186,7 @@ fn families_by_name_and_their_options() {
         let t = family(name, &o).unwrap_or_else(|e| panic!("{name}: {e}"));
         assert!(t.num_vertices() > 1);
     }
-    // Defaults are the paper sizes and the shipped examples.
+    // Defaults are the sizes of [Hourai2004] and the shipped examples.
     assert_eq!(family("star", &o).unwrap(), Star::paper_star(8).build().unwrap());
     assert_eq!(
         family("two-level", &o).unwrap(),
