@@ -121,7 +121,7 @@ fn receive_yielding<P: Source>(p: &P, buf: &mut [u8], spin: bool) {
 fn ping_pong<C: Communicator>(comm: &C, peer: i32, initiator: bool, opts: &Options, buf: &mut [u8]) -> Option<f64> {
     const WARMUP: usize = 3;
     let p = comm.process_at_rank(peer);
-    let _pin = (!opts.no_pin).then(|| treecast::util::pin::Pinned::new(if initiator { 0 } else { 1 }));
+    let _pin = (!opts.no_pin).then(|| treecast::runtime::pin::Pinned::new(if initiator { 0 } else { 1 }));
     let mut best = f64::INFINITY;
     for it in 0..(WARMUP + opts.iters) {
         if initiator {

@@ -9,6 +9,13 @@ echo "== format and lint"
 cargo fmt --all -- --check
 cargo clippy --release --all-targets -- -D warnings
 
+echo "== the model crate needs no MPI"
+if cargo tree -p treecast-model -e normal,build | grep -qiE '\bmpi|bindgen|clang-sys'; then
+  echo "treecast-model depends on MPI or bindgen:" >&2
+  cargo tree -p treecast-model -e normal,build | grep -iE '\bmpi|bindgen|clang-sys' >&2
+  exit 1
+fi
+
 echo "== build"
 cargo build --release --all-targets
 

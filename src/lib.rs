@@ -7,18 +7,15 @@
 //!                                               sim (flow model)   profile <-- estimate
 //! ```
 //!
-//! Everything above `exec` (topology, probe's protocol, infer, plan, sim, estimate) is pure Rust
-//! with no MPI dependency, so it is tested at scales one machine cannot launch. `exec`,
-//! `runtime` (per-communicator state), `profile` (gathering) and `capi` (the C ABI) use MPI.
+//! Everything above `exec` (topology, probe's protocol, infer, plan, sim, estimate) lives in the
+//! `treecast-model` crate (`crates/model`), which has no MPI dependency, so it is tested at
+//! scales one machine cannot launch and without an MPI installation; its modules are
+//! re-exported here under the same names. This crate adds what talks to MPI: `exec` (a plan's
+//! sends), `runtime` (per-communicator state, probing over MPI, routes), `profile` (gathering)
+//! and the front ends `api` (Rust) and `capi` (the C ABI).
 
-// Pure modules.
-pub mod estimate;
-pub mod infer;
-pub mod plan;
-pub mod probe;
-pub mod sim;
-pub mod topology;
-pub mod util;
+// The model (no MPI).
+pub use treecast_model::{estimate, infer, plan, probe, sim, topology, util};
 
 // MPI-facing modules.
 pub mod api;

@@ -243,7 +243,7 @@ fn run_round(comm: MPI_Comm, me: u32, round: &Round) -> Result<Vec<u8>> {
     let Some((a, b)) = round.pair().filter(|&(a, b)| a == me || b == me) else {
         return Ok(Vec::new());
     };
-    let _pin = (round.total() == 1).then(|| crate::util::pin::Pinned::new(usize::from(me == b)));
+    let _pin = (round.total() == 1).then(|| super::pin::Pinned::new(usize::from(me == b)));
     match round {
         Round::Ping { spec, .. } => {
             let bytes = spec.message_bytes.max(1) as usize;

@@ -2,7 +2,6 @@
 
 pub mod bytes;
 pub mod dsu;
-pub mod pin;
 pub mod rng;
 pub mod svg;
 
