@@ -29,7 +29,7 @@ pub use report::{CommReport, ProfileReport, SiteReport, SizeClassReport};
 pub use tally::{Pending, Tally};
 
 use crate::runtime::state::CommState;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 
 /// Where a broadcast was called from.
 ///
@@ -72,30 +72,8 @@ impl std::hash::Hash for CallSite {
     }
 }
 
-/// Hasher of the per-site map: one multiply per call site (FxHash's step) instead of SipHash,
-/// whose flooding resistance is pointless for keys that are code addresses.
-#[derive(Clone, Copy, Default)]
-pub struct SiteHasher(u64);
-
-impl std::hash::Hasher for SiteHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.write_u64(b as u64);
-        }
-    }
-    fn write_u64(&mut self, x: u64) {
-        self.0 = (self.0.rotate_left(5) ^ x).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
-    }
-    fn write_usize(&mut self, x: usize) {
-        self.write_u64(x as u64);
-    }
-}
-
 /// The per-site map of a communicator's profile.
-pub type SiteMap = HashMap<CallSite, SiteStats, std::hash::BuildHasherDefault<SiteHasher>>;
+pub type SiteMap = crate::util::fasthash::FastMap<CallSite, SiteStats>;
 
 /// The last call made from a site on this rank (local clock), for the per-rank Gantt chart.
 #[derive(Clone, Copy, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]

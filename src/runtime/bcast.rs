@@ -20,6 +20,11 @@ use std::ffi::c_void;
 /// # Safety
 /// `buf` must hold `count` elements of `datatype` (as for `MPI_Bcast`), and `comm` and
 /// `datatype` must be valid handles or the null handles.
+///
+/// Inlined into the caller (also across crates) so that a repeated call on a settled library
+/// route costs the fast path's few loads and compares and the library's own call, nothing more:
+/// the full path is an out-of-line call.
+#[inline]
 pub unsafe fn bcast(
     comm: MPI_Comm,
     buf: *mut c_void,
@@ -28,6 +33,9 @@ pub unsafe fn bcast(
     root: i32,
     site: CallSite,
 ) -> Result<()> {
+    if let Some(rc) = try_fast(comm, buf, count, datatype, root) {
+        return rc;
+    }
     bcast_with(comm, buf, count, datatype, root, site, CallOptions::default())
 }
 
@@ -52,6 +60,7 @@ pub struct CallOptions {
 ///
 /// # Safety
 /// As for [`bcast`].
+#[inline(never)]
 pub unsafe fn bcast_with(
     comm: MPI_Comm,
     buf: *mut c_void,
@@ -295,7 +304,18 @@ mod fast {
         }
         let dup: MPI_Comm = from_bits(dup);
         let rc = mpi::ffi::PMPI_Bcast(buf, count as std::os::raw::c_int, datatype, root, dup);
-        Some(crate::exec::raw::check(rc, "MPI_Bcast"))
+        Some(if rc == mpi::ffi::MPI_SUCCESS as std::os::raw::c_int {
+            Ok(())
+        } else {
+            failed(rc)
+        })
+    }
+
+    /// The error of a failed fast-path call, out of line (it formats a message).
+    #[cold]
+    #[inline(never)]
+    fn failed(rc: std::os::raw::c_int) -> Result<()> {
+        crate::exec::raw::check(rc, "MPI_Bcast")
     }
 
     /// Remember a call that ran on the settled library route (see the module docs for when).

@@ -24,8 +24,8 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::exec::raw::{self, check};
 use crate::exec::tags::TagCodec;
 use crate::exec::LocalPlan;
+use crate::util::fasthash::FastMap;
 use mpi::ffi::{self, MPI_Comm};
-use std::collections::HashMap;
 use std::ffi::c_void;
 use std::os::raw::c_int;
 use std::sync::{Arc, Mutex, OnceLock};
@@ -46,7 +46,7 @@ pub struct CommState {
     /// Number of calls so far, whatever their route (profiling samples by it).
     pub calls: u64,
     /// The route of each (root, size class) (see `route`).
-    routes: HashMap<(u32, u8), super::route::Selection>,
+    routes: FastMap<(u32, u8), super::route::Selection>,
     pub codec: TagCodec,
     pub planner: Planner,
     plans: PlanCache<LocalPlan>,
@@ -65,7 +65,7 @@ pub struct CommState {
 /// recently used one is evicted. Separate from [`CommState`] (and generic) so the caching is
 /// tested without MPI.
 struct PlanCache<V> {
-    entries: HashMap<(u32, u8), (Arc<V>, u64)>,
+    entries: FastMap<(u32, u8), (Arc<V>, u64)>,
     /// Use counter: the last use of each entry, for LRU eviction.
     clock: u64,
     limit: usize,
@@ -74,7 +74,7 @@ struct PlanCache<V> {
 impl<V> PlanCache<V> {
     fn new(limit: usize) -> Self {
         PlanCache {
-            entries: HashMap::new(),
+            entries: FastMap::default(),
             clock: 0,
             limit: limit.max(1),
         }
@@ -416,7 +416,7 @@ unsafe fn create(user: MPI_Comm) -> Result<CommState> {
         size,
         seq: 0,
         calls: 0,
-        routes: HashMap::new(),
+        routes: FastMap::default(),
         // TREECAST_TAG_UB (testing) lowers the bound, so a test can drive the tags through a
         // wrap in hundreds of calls instead of tens of millions.
         codec: TagCodec::new(cfg.tag_ub.map_or(tag_ub, |cap| tag_ub.min(cap))),

@@ -2,6 +2,7 @@
 
 pub mod bytes;
 pub mod dsu;
+pub mod fasthash;
 pub mod rng;
 pub mod svg;
 
