@@ -58,7 +58,7 @@ pub unsafe fn bcast(
     // A call repeating the last remembered one on a settled library route: no checks needed
     // (it was valid, on a live intra-communicator; see `runtime::bcast::try_fast`).
     if mode.serve && buf != treecast_preload_mpi_in_place {
-        if let Some(r) = runtime::bcast::try_fast(comm, buf, count as i64, datatype, root) {
+        if let Some(r) = runtime::bcast::try_fast(comm, buf, count as i64, datatype, root, site) {
             return match r {
                 Ok(()) => SUCCESS,
                 Err(e) => {
