@@ -123,6 +123,27 @@ fn profile_counts_calls_and_bytes_exactly() {
     // calls 0..48 on world -> 12 comparisons, split between the two sites by sequence number.
     let compared: u64 = world.sites.iter().filter_map(|s| s.compare.map(|c| c.calls)).sum();
     assert_eq!(compared, 12);
+    // The profile records each (root, size class)'s route and why: on one host there is no
+    // network, so every one of them is the library's MPI_Bcast.
+    let want: std::collections::BTreeSet<(u32, u8)> = world
+        .sites
+        .iter()
+        .flat_map(|s| {
+            s.size_classes
+                .iter()
+                .flat_map(|c| c.roots.iter().map(move |r| (r.0, c.class)))
+        })
+        .collect();
+    let got: std::collections::BTreeSet<(u32, u8)> = world.routes.iter().map(|r| (r.root, r.class)).collect();
+    assert_eq!(got, want, "{:#?}", world.routes);
+    for r in &world.routes {
+        assert_eq!(r.route, "library", "{r:?}");
+        assert!(r.reason.contains("no network topology"), "{r:?}");
+        assert!(
+            (r.min_bytes..=r.max_bytes).contains(&(1u64 << r.class.saturating_sub(1))),
+            "{r:?}"
+        );
+    }
 
     // Two split communicators (freed before finalize), each 2 ranks, 5 calls of 100 bytes.
     let splits: Vec<_> = report.communicators.iter().filter(|c| c.size == 2).collect();

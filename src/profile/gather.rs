@@ -1,8 +1,8 @@
 //! Gathering profiles to rank 0 and writing the file (see the module docs of `profile`).
 
 use super::report::{
-    class_bytes, CommReport, Compare, ProfileReport, RankClock, RankTiming, SampleCall, SiteReport, SizeClassReport,
-    TimeStats, PROFILE_VERSION,
+    class_bytes, CommReport, Compare, ProfileReport, RankClock, RankTiming, RouteReport, SampleCall, SiteReport,
+    SizeClassReport, TimeStats, PROFILE_VERSION,
 };
 use super::{sites, Histogram, SiteStats};
 use crate::exec::raw::{self, check};
@@ -405,6 +405,29 @@ fn merge(st: &CommState, ranks: &[RankWire]) -> CommReport {
     }
     let mut clocks: Vec<RankClock> = ranks.iter().map(|r| r.clock.clone()).collect();
     clocks.sort_by_key(|c| c.rank);
+    let routes = st
+        .routes()
+        .into_iter()
+        .map(|((root, class), sel)| {
+            let (min_bytes, max_bytes) = class_bytes(class);
+            let trial = sel.trial_s();
+            RouteReport {
+                root,
+                class,
+                min_bytes,
+                max_bytes,
+                route: match sel.settled() {
+                    Some(crate::runtime::route::Route::Library) => "library",
+                    Some(crate::runtime::route::Route::Plan) => "plan",
+                    None => "trial",
+                }
+                .to_string(),
+                reason: sel.reason().to_string(),
+                library_us: trial.map(|t| t[0] * 1e6),
+                plan_us: trial.map(|t| t[1] * 1e6),
+            }
+        })
+        .collect();
     CommReport {
         label: st.profile.label.clone(),
         size: st.size,
@@ -412,6 +435,7 @@ fn merge(st: &CommState, ranks: &[RankWire]) -> CommReport {
         world_ranks,
         sites: sites_out,
         clocks,
+        routes,
     }
 }
 

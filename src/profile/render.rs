@@ -120,6 +120,37 @@ fn table_row(
 /// carries one only when all its calls share a class; "Predicted for" names the message size
 /// and root it was made for. Then the latency-distribution predictions, the MPI_Bcast
 /// comparison and the slowest ranks of each site's sample call.
+/// One line per (root, size class): the route its calls took and why (with a trial's times).
+fn routes_text(o: &mut String, c: &CommReport) {
+    if c.routes.is_empty() {
+        return;
+    }
+    let _ = writeln!(o, "routes (the same on every rank):");
+    for r in &c.routes {
+        let times = match (r.library_us, r.plan_us) {
+            (Some(l), Some(p)) => format!("; library {l:.2} us, plan {p:.2} us"),
+            _ => String::new(),
+        };
+        let _ = writeln!(
+            o,
+            "  root {}, {}: {} ({}{times})",
+            r.root,
+            class_label(r.min_bytes, r.max_bytes),
+            r.route,
+            r.reason
+        );
+    }
+}
+
+/// "0 B" or "LO .. HI B" for a size class.
+fn class_label(lo: u64, hi: u64) -> String {
+    if lo == hi {
+        format!("{lo} B")
+    } else {
+        format!("{lo} .. {hi} B")
+    }
+}
+
 pub fn text(report: &ProfileReport) -> String {
     let mut o = String::new();
     let _ = writeln!(
@@ -162,6 +193,7 @@ pub fn text(report: &ProfileReport) -> String {
                 table_row(&mut o, &label, r.calls, r.bytes, r.time, "", r.predicted, pred_for);
             }
         }
+        routes_text(&mut o, c);
         for s in c
             .sites
             .iter()
@@ -545,6 +577,16 @@ mod tests {
                 hosts: vec!["a".into(), "b".into()],
                 world_ranks: vec![0, 1],
                 clocks: Vec::new(),
+                routes: vec![RouteReport {
+                    root: 0,
+                    class: 10,
+                    min_bytes: 512,
+                    max_bytes: 1023,
+                    route: "plan".into(),
+                    reason: "measured".into(),
+                    library_us: Some(12.5),
+                    plan_us: Some(7.25),
+                }],
                 sites: vec![SiteReport {
                     site: "src/main.rs:10".into(),
                     calls: 5,
@@ -693,6 +735,10 @@ mod tests {
         assert!(
             t.contains("src/main.rs:10"),
             "the other communicator keeps its table: {t}"
+        );
+        assert!(
+            t.contains("root 0, 512 .. 1023 B: plan (measured; library 12.50 us, plan 7.25 us)"),
+            "routes are listed with their trial times: {t}"
         );
     }
 

@@ -26,6 +26,25 @@ pub struct CommReport {
     /// Each rank's profiling clock and how well it is known (one entry per rank, by rank).
     #[serde(default)]
     pub clocks: Vec<RankClock>,
+    /// The route of every (root, size class) broadcast on this communicator (the same on every
+    /// rank), and why.
+    #[serde(default)]
+    pub routes: Vec<RouteReport>,
+}
+
+/// How one (root, size class) travels: treecast's plan or the library's `MPI_Bcast`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct RouteReport {
+    pub root: u32,
+    pub class: u8,
+    pub min_bytes: u64,
+    pub max_bytes: u64,
+    /// `library`, `plan`, or `trial` (still being measured when the profile was written).
+    pub route: String,
+    pub reason: String,
+    /// A trial's deciding times (slowest rank's medians), microseconds.
+    pub library_us: Option<f64>,
+    pub plan_us: Option<f64>,
 }
 
 /// One rank's profiling clock: how its ticks became seconds, and the error bounds of the times

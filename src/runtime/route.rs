@@ -82,18 +82,36 @@ pub struct Selection {
     calls: u32,
     library_s: Vec<f64>,
     plan_s: Vec<f64>,
+    /// Why the route is what it is (for the log and the profile).
+    reason: &'static str,
+    /// After a trial: the slowest rank's median times `[library, plan]` that decided it.
+    trial_s: Option<[f64; 2]>,
 }
 
 impl Selection {
-    pub fn decided(route: Route) -> Selection {
+    pub fn decided(route: Route, reason: &'static str) -> Selection {
         Selection {
             decided: Some(route),
+            reason,
             ..Selection::default()
         }
     }
 
     pub fn trial() -> Selection {
-        Selection::default()
+        Selection {
+            reason: "on trial",
+            ..Selection::default()
+        }
+    }
+
+    /// Why the route is what it is.
+    pub fn reason(&self) -> &'static str {
+        self.reason
+    }
+
+    /// The slowest rank's median times `[library, plan]` (seconds) of a completed trial.
+    pub fn trial_s(&self) -> Option<[f64; 2]> {
+        self.trial_s
     }
 
     /// The route settled on, if any.
@@ -138,6 +156,8 @@ impl Selection {
             Route::Library
         };
         self.decided = Some(r);
+        self.trial_s = Some(worst);
+        self.reason = "measured: the faster in a trial of both routes (slowest rank's medians)";
         r
     }
 }
@@ -169,27 +189,29 @@ pub fn initial(
     plan: Option<&LocalPlan>,
 ) -> Selection {
     if class > LIBRARY_MAX_CLASS {
-        return Selection::decided(Route::Plan);
+        return Selection::decided(Route::Plan, "beyond the library's int count");
     }
     match policy {
-        RoutePolicy::Plan => return Selection::decided(Route::Plan),
-        RoutePolicy::Library => return Selection::decided(Route::Library),
+        RoutePolicy::Plan => return Selection::decided(Route::Plan, "TREECAST_ROUTE=plan"),
+        RoutePolicy::Library => return Selection::decided(Route::Library, "TREECAST_ROUTE=library"),
         RoutePolicy::Auto => {}
     }
     if forced_algorithm {
-        return Selection::decided(Route::Plan);
+        return Selection::decided(Route::Plan, "TREECAST_ALGORITHM forces a plan");
     }
     if !network {
-        return Selection::decided(Route::Library);
+        return Selection::decided(Route::Library, "no network topology (one host, or none known)");
     }
     let Some(plan) = plan else {
         return Selection::trial();
     };
     if plan.algorithm.starts_with("mpi:") {
-        return Selection::decided(Route::Library);
+        return Selection::decided(Route::Library, "the best plan is an MPI library's algorithm");
     }
     match (plan.predicted_time_s, plan.library_time_s) {
-        (Some(p), Some(l)) if p <= CLEAR_WIN * l => Selection::decided(Route::Plan),
+        (Some(p), Some(l)) if p <= CLEAR_WIN * l => {
+            Selection::decided(Route::Plan, "plan predicted at most half the library's time")
+        }
         _ => Selection::trial(),
     }
 }

@@ -142,6 +142,14 @@ impl CommState {
         self.routes.get_mut(&(root, class)).expect("just inserted")
     }
 
+    /// Every (root, size class) seen so far with its route selection, sorted (identical on
+    /// every rank: all take the same decisions at the same calls).
+    pub fn routes(&self) -> Vec<((u32, u8), &super::route::Selection)> {
+        let mut v: Vec<((u32, u8), &super::route::Selection)> = self.routes.iter().map(|(k, s)| (*k, s)).collect();
+        v.sort_by_key(|e| e.0);
+        v
+    }
+
     /// This rank's part of the plan for (root, size class), computed on first use. Planning is
     /// deterministic, so every rank computes the same plan without communicating.
     pub fn plan(&mut self, root: u32, class: u8) -> Arc<LocalPlan> {
