@@ -278,20 +278,41 @@ pub fn text(report: &ProfileReport) -> String {
                     let host = c.hosts.get(r.rank as usize).map(String::as_str).unwrap_or("?");
                     let _ = writeln!(
                         o,
-                        "  rank {:>5} {:<20} done {:>10}  predicted {:>10}",
+                        "  rank {:>5} {:<20} done {:>10}  predicted {:>10}{}",
                         r.rank,
                         shorten(host, 20),
                         us(r.done_s),
-                        opt_us(r.predicted_done_s)
+                        opt_us(r.predicted_done_s),
+                        early_flag(c, sc, r)
                     );
                 }
                 if ranks.len() > 8 {
                     let _ = writeln!(o, "  ... {} more ranks", ranks.len() - 8);
                 }
+                let early = sc.ranks.iter().filter(|r| !early_flag(c, sc, r).is_empty()).count();
+                if early > 0 {
+                    let _ = writeln!(
+                        o,
+                        "  {early} rank(s) done before the root's entry: impossible for a broadcast, so their times are off by at least that much (see `clocks` in the profile)"
+                    );
+                }
             }
         }
     }
     o
+}
+
+/// A rank other than the root that completed before the root entered cannot have: its time is
+/// flagged, with whether the clocks' stated offset error covers the gap.
+fn early_flag(c: &CommReport, sc: &SampleCall, r: &super::report::RankTiming) -> String {
+    if r.rank == sc.root || r.done_s >= 0.0 {
+        return String::new();
+    }
+    let err = c.clocks.iter().find(|k| k.rank == r.rank).map(|k| k.offset_error_s);
+    match err {
+        Some(e) if -r.done_s <= e => format!("  (before the root's entry, within the clock error of {} us)", us(e)),
+        _ => "  (!) before the root's entry: beyond the clocks' stated error".into(),
+    }
 }
 
 fn shorten(s: &str, n: usize) -> String {
@@ -687,6 +708,28 @@ mod tests {
                 }],
             }],
         }
+    }
+
+    #[test]
+    fn a_completion_before_the_roots_entry_is_flagged() {
+        let mut r = sample();
+        assert!(!text(&r).contains("before the root's entry"), "nothing early: no flag");
+        let c = &mut r.communicators[0];
+        c.sites[0].sample_call.as_mut().unwrap().ranks[1].done_s = -5e-6;
+        c.clocks = vec![RankClock {
+            rank: 1,
+            offset_error_s: 1e-6,
+            ..RankClock::default()
+        }];
+        let t = text(&r);
+        assert!(
+            t.contains("(!) before the root's entry: beyond the clocks' stated error"),
+            "{t}"
+        );
+        assert!(t.contains("1 rank(s) done before the root's entry"), "{t}");
+        r.communicators[0].clocks[0].offset_error_s = 1e-5;
+        let t = text(&r);
+        assert!(t.contains("(before the root's entry, within the clock error of"), "{t}");
     }
 
     #[test]
