@@ -382,6 +382,53 @@ pub fn histogram_svg(title: &str, s: &SiteReport) -> String {
 /// (bars). Each pair of bars compares the calls of one size class with the prediction for that
 /// class; the label under it names the site, the class's sizes and what was predicted (size,
 /// root).
+/// The value axis of a bar chart of times: linear from 0, or logarithmic by whole decades when
+/// the values span more than one (a 1 KiB and a 16 MiB broadcast on one linear axis leave every
+/// bar but the largest an invisible sliver).
+struct ValueAxis {
+    log: bool,
+    lo: f64,
+    hi: f64,
+}
+
+impl ValueAxis {
+    fn new(values: impl Iterator<Item = f64>) -> ValueAxis {
+        let v: Vec<f64> = values.filter(|v| v.is_finite() && *v > 0.0).collect();
+        let hi = v.iter().copied().fold(0.0, f64::max).max(1e-9);
+        let lo = v.iter().copied().fold(f64::INFINITY, f64::min).min(hi);
+        if hi / lo > 10.0 {
+            ValueAxis {
+                log: true,
+                lo: 10f64.powf(lo.log10().floor()),
+                hi: 10f64.powf(hi.log10().ceil()),
+            }
+        } else {
+            ValueAxis {
+                log: false,
+                lo: 0.0,
+                hi,
+            }
+        }
+    }
+
+    /// Height of `v` as a fraction of the axis (0 at the bottom).
+    fn frac(&self, v: f64) -> f64 {
+        if self.log {
+            ((v.max(self.lo).log10() - self.lo.log10()) / (self.hi.log10() - self.lo.log10())).clamp(0.0, 1.0)
+        } else {
+            v / self.hi
+        }
+    }
+
+    fn ticks(&self) -> Vec<f64> {
+        if !self.log {
+            return ticks(0.0, self.hi, 5);
+        }
+        let (a, b) = (self.lo.log10().round() as i32, self.hi.log10().round() as i32);
+        (a..=b).map(|e| 10f64.powi(e)).collect()
+    }
+}
+
 pub fn predicted_vs_measured_svg(c: &CommReport) -> String {
     struct Bar {
         site: String,
@@ -418,15 +465,19 @@ pub fn predicted_vs_measured_svg(c: &CommReport) -> String {
             c.label
         ),
     );
-    let maxv = bars
-        .iter()
-        .flat_map(|b| [b.measured, b.predicted.unwrap_or(0.0)])
-        .filter(|v| v.is_finite())
-        .fold(0.0, f64::max)
-        .max(1e-9);
+    let axis = ValueAxis::new(bars.iter().flat_map(|b| [Some(b.measured), b.predicted]).flatten());
+    if axis.log {
+        svg.text(
+            w / 2.0,
+            mt - 2.0,
+            10.0,
+            "middle",
+            "log scale: the times span more than a decade",
+        );
+    }
     let ph = h - mb - mt;
-    let y = |v: f64| mt + ph - v / maxv * ph;
-    for t in ticks(0.0, maxv, 5) {
+    let y = |v: f64| mt + ph - axis.frac(v) * ph;
+    for t in axis.ticks() {
         svg.line((ml - 4.0, y(t)), (w - 20.0, y(t)), Stroke::solid("#dddddd", 1.0));
         svg.text(ml - 6.0, y(t) + 3.0, 10.0, "end", &fmt_time(t));
     }
@@ -708,6 +759,23 @@ mod tests {
                 }],
             }],
         }
+    }
+
+    #[test]
+    fn times_spanning_decades_get_a_log_axis() {
+        let axis = ValueAxis::new([2e-6, 3e-3].into_iter());
+        assert!(axis.log);
+        assert_eq!(axis.ticks().len(), 5, "1 us .. 10 ms by decades");
+        assert!((axis.frac(1e-4) - 0.5).abs() < 1e-9);
+        assert!(axis.frac(2e-6) > 0.0 && axis.frac(3e-3) < 1.0);
+        let lin = ValueAxis::new([2e-6, 5e-6].into_iter());
+        assert!(!lin.log && (lin.frac(5e-6) - 1.0).abs() < 1e-12);
+        let mut r = sample();
+        let svg = predicted_vs_measured_svg(&r.communicators[0]);
+        assert!(!svg.contains("log scale"), "close values stay linear");
+        r.communicators[0].sites[0].size_classes[0].time.median_s = 5e-3;
+        let svg = predicted_vs_measured_svg(&r.communicators[0]);
+        assert!(svg.contains("log scale"), "{svg}");
     }
 
     #[test]
