@@ -188,7 +188,15 @@ fn families(seeds: usize) -> bool {
         );
         for noise in ["lomax:scale_us=2,alpha=1.5", "normal:sd_us=2"] {
             let model = NoiseModel::jitter(noise.parse().unwrap());
-            let e = metrics::evaluate(&t, &model, &InferOptions::default(), seeds, 1, 2_000).unwrap();
+            // A family where inference fails outright is a row of the table, not the end of it.
+            let e = match metrics::evaluate(&t, &model, &InferOptions::default(), seeds, 1, 2_000) {
+                Ok(e) => e,
+                Err(err) => {
+                    all_ok = false;
+                    println!("  {name:<44} {noise:<22} inference failed in a trial: {err}  MISSED");
+                    continue;
+                }
+            };
             let ok = e.exact_partition_rate >= 0.95 && e.max_virtual_probe_time_s <= 0.15;
             all_ok &= ok;
             println!(
