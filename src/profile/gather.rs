@@ -416,12 +416,7 @@ fn merge(st: &CommState, ranks: &[RankWire]) -> CommReport {
                 class,
                 min_bytes,
                 max_bytes,
-                route: match sel.settled() {
-                    Some(crate::runtime::route::Route::Library) => "library",
-                    Some(crate::runtime::route::Route::Plan) => "plan",
-                    None => "trial",
-                }
-                .to_string(),
+                route: sel.settled().map_or("trial", |r| r.key()).to_string(),
                 reason: sel.reason().to_string(),
                 library_us: trial.map(|t| t[0] * 1e6),
                 plan_us: trial.map(|t| t[1] * 1e6),

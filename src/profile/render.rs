@@ -114,12 +114,6 @@ fn table_row(
     );
 }
 
-/// The text report: per communicator, one row per call site (times in microseconds, over all
-/// its calls) and, when a site broadcast messages of several size classes, one row per class
-/// below it. Predictions are per size class (the runtime plans per class), so a site row
-/// carries one only when all its calls share a class; "Predicted for" names the message size
-/// and root it was made for. Then the latency-distribution predictions, the MPI_Bcast
-/// comparison and the slowest ranks of each site's sample call.
 /// One line per (root, size class): the route its calls took and why (with a trial's times).
 fn routes_text(o: &mut String, c: &CommReport) {
     if c.routes.is_empty() {
@@ -151,6 +145,12 @@ fn class_label(lo: u64, hi: u64) -> String {
     }
 }
 
+/// The text report: per communicator, one row per call site (times in microseconds, over all
+/// its calls) and, when a site broadcast messages of several size classes, one row per class
+/// below it. Predictions are per size class (the runtime plans per class), so a site row
+/// carries one only when all its calls share a class; "Predicted for" names the message size
+/// and root it was made for. Then the latency-distribution predictions, the MPI_Bcast
+/// comparison and the slowest ranks of each site's sample call.
 pub fn text(report: &ProfileReport) -> String {
     let mut o = String::new();
     let _ = writeln!(
@@ -378,10 +378,6 @@ pub fn histogram_svg(title: &str, s: &SiteReport) -> String {
     svg.finish()
 }
 
-/// Predicted vs measured median time per call site and message-size class of one communicator
-/// (bars). Each pair of bars compares the calls of one size class with the prediction for that
-/// class; the label under it names the site, the class's sizes and what was predicted (size,
-/// root).
 /// The value axis of a bar chart of times: linear from 0, or logarithmic by whole decades when
 /// the values span more than one (a 1 KiB and a 16 MiB broadcast on one linear axis leave every
 /// bar but the largest an invisible sliver).
@@ -429,6 +425,10 @@ impl ValueAxis {
     }
 }
 
+/// Predicted vs measured median time per call site and message-size class of one communicator
+/// (bars). Each pair of bars compares the calls of one size class with the prediction for that
+/// class; the label under it names the site, the class's sizes and what was predicted (size,
+/// root).
 pub fn predicted_vs_measured_svg(c: &CommReport) -> String {
     struct Bar {
         site: String,

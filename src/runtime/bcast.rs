@@ -56,7 +56,9 @@ pub struct CallOptions {
     pub reject: Option<Error>,
 }
 
-/// [`bcast`] with explicit [`CallOptions`].
+/// [`bcast`] with explicit [`CallOptions`]: the full path. It does not try the fast path
+/// ([`try_fast`]); both front ends try it first (`bcast` here, the interposer before its own
+/// checks), so a repeated call is looked up once.
 ///
 /// # Safety
 /// As for [`bcast`].
@@ -70,11 +72,6 @@ pub unsafe fn bcast_with(
     site: CallSite,
     opts: CallOptions,
 ) -> Result<()> {
-    if opts.reject.is_none() {
-        if let Some(rc) = try_fast(comm, buf, count, datatype, root, site) {
-            return rc;
-        }
-    }
     if !state::mpi_initialized() || state::mpi_finalized() {
         return Err(Error::new(
             ErrorKind::Other,
@@ -210,8 +207,20 @@ fn decide(st: &mut CommState, root: u32, class: u8) -> Result<()> {
 }
 
 /// The library's own broadcast on our duplicate communicator (errors returned, not fatal).
+/// Inlined on the fast path; the error's message is formatted out of line.
+#[inline(always)]
 unsafe fn library_bcast(comm: MPI_Comm, buf: *mut c_void, count: u64, datatype: MPI_Datatype, root: u32) -> Result<()> {
     let rc = mpi::ffi::PMPI_Bcast(buf, count as std::os::raw::c_int, datatype, root as i32, comm);
+    if rc == mpi::ffi::MPI_SUCCESS as std::os::raw::c_int {
+        Ok(())
+    } else {
+        library_failed(rc)
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn library_failed(rc: std::os::raw::c_int) -> Result<()> {
     crate::exec::raw::check(rc, "MPI_Bcast")
 }
 
@@ -324,12 +333,7 @@ mod fast {
         if slot != 0 {
             return profiled(slot, dup, buf, count, datatype, root, site, bytes);
         }
-        let rc = mpi::ffi::PMPI_Bcast(buf, count as std::os::raw::c_int, datatype, root, dup);
-        Some(if rc == mpi::ffi::MPI_SUCCESS as std::os::raw::c_int {
-            Ok(())
-        } else {
-            failed(rc)
-        })
+        Some(library_bcast(dup, buf, count as u64, datatype, root as u32))
     }
 
     /// The fast path on a profiled communicator: counted and sampled as on the full path.
@@ -356,19 +360,11 @@ mod fast {
         }
         st.calls += 1;
         let pending = profile::begin(&mut st, site, root as u32, bytes, call);
-        let rc = mpi::ffi::PMPI_Bcast(buf, count as std::os::raw::c_int, datatype, root, dup);
-        let ok = rc == mpi::ffi::MPI_SUCCESS as std::os::raw::c_int;
+        let result = library_bcast(dup, buf, count as u64, datatype, root as u32);
         if let Some(p) = pending {
-            profile::end(&mut st, p, ok);
+            profile::end(&mut st, p, result.is_ok());
         }
-        Some(if ok { Ok(()) } else { failed(rc) })
-    }
-
-    /// The error of a failed fast-path call, out of line (it formats a message).
-    #[cold]
-    #[inline(never)]
-    fn failed(rc: std::os::raw::c_int) -> Result<()> {
-        crate::exec::raw::check(rc, "MPI_Bcast")
+        Some(result)
     }
 
     /// Remember a call that ran on the settled library route (see the module docs for when);

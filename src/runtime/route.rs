@@ -39,6 +39,14 @@ impl Route {
             Route::Plan => "treecast plan",
         }
     }
+
+    /// One-word name, as the profile's `routes` give it: `library` or `plan`.
+    pub fn key(self) -> &'static str {
+        match self {
+            Route::Library => "library",
+            Route::Plan => "plan",
+        }
+    }
 }
 
 /// `TREECAST_ROUTE`: how routes are chosen.
