@@ -40,10 +40,22 @@ fn placement_error(r: &[f64]) -> f64 {
     if r.len() < 2 {
         return 0.0;
     }
+    median_error(robust_sigma(r), r.len())
+}
+
+/// 1.4826 x the median absolute deviation from the median of `r` (0 when empty).
+fn robust_sigma(r: &[f64]) -> f64 {
+    if r.is_empty() {
+        return 0.0;
+    }
     let (med, _) = spread(r);
     let dev: Vec<f64> = r.iter().map(|x| (x - med).abs()).collect();
-    let sigma = 1.4826 * spread(&dev).0;
-    2.0 * 1.2533 * sigma / (r.len() as f64 / 2.0).sqrt()
+    1.4826 * spread(&dev).0
+}
+
+/// Twice the standard error of a median over half of `n` readings of noise `sigma`.
+fn median_error(sigma: f64, n: usize) -> f64 {
+    2.0 * 1.2533 * sigma / (n.max(2) as f64 / 2.0).sqrt()
 }
 
 /// Distance between two points of a tree: the path leaves each link through one of its ends.
@@ -327,12 +339,25 @@ pub(crate) fn join(
             .collect();
         partner = vec![exits.clone(); m];
     }
+    // The noise of one coarse pair, pooled over every pair of parts: a handful of pairs
+    // between two parts cannot say how far their own exits may be off (three residuals once
+    // gave a spread of 0.1 us where one-sample readings scatter by 1.4 us).
+    let pooled: Vec<f64> = fits
+        .iter()
+        .flat_map(|(&(c, j), &(x, y))| {
+            let r = residuals(trees, &links[&(c, j)], x, y);
+            let (med, _) = spread(&r);
+            r.into_iter().map(move |v| v - med)
+        })
+        .collect();
+    let sigma = robust_sigma(&pooled);
     for c in 0..m {
         for j in (0..m).filter(|&j| j != c) {
             let own = exit_towards(c, j);
             let off = point_dist(&trees[c], exits[c], own);
             let (x, y) = fits[&(c.min(j), c.max(j))];
-            let allowed = tol.max(2.0 * placement_error(&residuals(trees, &links[&(c.min(j), c.max(j))], x, y)));
+            let r = residuals(trees, &links[&(c.min(j), c.max(j))], x, y);
+            let allowed = tol.max(2.0 * placement_error(&r).max(median_error(sigma, r.len())));
             if off > allowed {
                 return Err(format!(
                     "part {c} leaves towards part {j} {:.2} us away from where it leaves towards the others (allowed {:.2} us)",

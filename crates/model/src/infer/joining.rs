@@ -378,6 +378,17 @@ pub(crate) fn hosts_below(tree: &WorkTree, v: usize) -> Vec<usize> {
 /// ones (2.5 us leaf links beside a 3 us spurious one under 2 us of normal jitter), and stopping
 /// at the first real link left the spurious one in place.
 pub(crate) fn contract_by_evidence(tree: &mut WorkTree, obs: &[(usize, usize, f64, f64)], scale_s: f64) -> Vec<Merged> {
+    contract_by_evidence_among(tree, obs, scale_s, &|_, _| true)
+}
+
+/// [`contract_by_evidence`] over the switch-to-switch links `candidate` accepts (named by
+/// their lower vertex in the current tree); the others are kept whatever their evidence.
+pub(crate) fn contract_by_evidence_among(
+    tree: &mut WorkTree,
+    obs: &[(usize, usize, f64, f64)],
+    scale_s: f64,
+    candidate: &dyn Fn(&WorkTree, usize) -> bool,
+) -> Vec<Merged> {
     let rss = fit_hosts(tree, obs);
     // The noise scale of every test is the full tree's (as in backward elimination): measured
     // against the current, already contracted tree, each real link contracted would inflate
@@ -389,6 +400,7 @@ pub(crate) fn contract_by_evidence(tree: &mut WorkTree, obs: &[(usize, usize, f6
     loop {
         let weakest = switch_links(tree)
             .into_iter()
+            .filter(|&v| candidate(tree, v))
             .map(|v| {
                 let mut trial = tree.clone();
                 trial.merge_into_parent(v);

@@ -289,6 +289,7 @@ pub fn infer(prober: &mut dyn Prober, opts: &InferOptions) -> Result<Inferred, I
                 }
                 None => run.measure(&warm)?,
             }
+            choose_statistic(&mut run.store);
             log::debug!(
                 "{} far-apart part(s) of {:?} block(s)",
                 split.len(),
@@ -454,6 +455,20 @@ const TRIANGLE_RETRIES: usize = 2;
 /// (by twice `k`'s access link); minima of RTTs can only be inflated (queueing, a descheduled
 /// process), so a pair above that bound was inflated: it is measured again, and if it stays
 /// above, the bound is used in its place.
+/// Pick the statistic of round trips for the jitter measured so far (see `store`) and say so.
+fn choose_statistic(store: &mut store::Store) {
+    if let Some(ratio) = store.choose_statistic() {
+        let shape = format!("jitter shape (p90 - median) / (median - min) = {ratio:.2}");
+        match store.statistic() {
+            // Unusual on a network (queueing makes jitter skewed): worth saying.
+            store::Statistic::Median => {
+                log::info!("treecast: {shape}: symmetric, distances are medians of round trips")
+            }
+            store::Statistic::Min => log::debug!("{shape}: skewed, distances are minima of round trips"),
+        }
+    }
+}
+
 fn all_pairs(run: &mut driver::Run, n: usize) -> Result<joining::Joined, InferError> {
     let rounds = crate::probe::round_robin_rounds(n);
     let spec = run.spec;
@@ -478,6 +493,7 @@ fn all_pairs(run: &mut driver::Run, n: usize) -> Result<joining::Joined, InferEr
     })();
     run.spec = spec;
     measured?;
+    choose_statistic(&mut run.store);
     let mut j = join_measured(&run.store, n);
     // A second look: pairs the joined tree explains worst — inflated well beyond the noise, by
     // a moment of contention that hit all of their sets — are measured once more (their

@@ -49,22 +49,7 @@ pub(crate) fn refine(
         if !mains.iter().any(|b| big(&b.tree)) {
             break;
         }
-        let p = {
-            let trees: Vec<&WorkTree> = mains.iter().map(|b| &b.tree).collect();
-            params(&run.store, &trees)
-        };
-        let need: Vec<(usize, usize)> = mains
-            .iter()
-            .filter(|b| big(&b.tree))
-            .flat_map(|b| duplicate_check_pairs(&b.tree, &run.store))
-            .collect();
-        log::trace!("duplicate-switch check: {} pairs to measure", need.len());
-        for round in crate::probe::matching_rounds(&need) {
-            run.measure(&round)?;
-        }
-        for b in mains.iter_mut().filter(|b| big(&b.tree)) {
-            duplicates += merge_duplicate_siblings(&mut b.tree, &run.store, &p);
-        }
+        duplicates += merge_duplicates(run, mains, params, None)?;
         let p = {
             let trees: Vec<&WorkTree> = mains.iter().map(|b| &b.tree).collect();
             params(&run.store, &trees)
@@ -121,7 +106,8 @@ pub(crate) fn refine(
         refit(t, &run.store, 0.0, 300);
         let noise = noise_scale(t, &run.store);
         let threshold = merge_threshold(t, noise);
-        let merged = merge_short_links(t, threshold);
+        let mut merged = merge_short_links(t, threshold);
+        merged += contract_weighed(t, &run.store, noise, WEIGH_UPTO * noise);
         if merged > 0 {
             refit(t, &run.store, noise, 300);
         }
@@ -134,7 +120,46 @@ pub(crate) fn refine(
         report.noise_s = report.noise_s.max(noise);
         report.threshold_s = report.threshold_s.max(threshold);
     }
+    // Contracting a short link makes the switches below it siblings of those beside it: two
+    // halves of one switch, split by a jitter-made link, have never been compared. One more
+    // duplicate check (it measures only pairs of siblings no measurement crosses yet).
+    report.merged += merge_duplicates(run, mains, params, Some(report.noise_s))?;
     Ok(report)
+}
+
+/// The duplicate-switch check on every tree of more than three hosts: measure one pair across
+/// each pair of sibling switches that no measurement crosses yet, then merge the siblings the
+/// measurements say are one switch. With `refit_noise`, a tree that changed is refitted
+/// (outliers beyond five times that noise left out). Returns how many switches were merged.
+fn merge_duplicates(
+    run: &mut Run,
+    mains: &mut [Builder],
+    params: &dyn Fn(&Store, &[&WorkTree]) -> LocateParams,
+    refit_noise: Option<f64>,
+) -> Result<u64, InferError> {
+    let big = |t: &WorkTree| t.num_hosts_in() > 3;
+    let p = {
+        let trees: Vec<&WorkTree> = mains.iter().map(|b| &b.tree).collect();
+        params(&run.store, &trees)
+    };
+    let need: Vec<(usize, usize)> = mains
+        .iter()
+        .filter(|b| big(&b.tree))
+        .flat_map(|b| duplicate_check_pairs(&b.tree, &run.store))
+        .collect();
+    log::trace!("duplicate-switch check: {} pairs to measure", need.len());
+    for round in crate::probe::matching_rounds(&need) {
+        run.measure(&round)?;
+    }
+    let mut merged = 0;
+    for b in mains.iter_mut().filter(|b| big(&b.tree)) {
+        let m = merge_duplicate_siblings(&mut b.tree, &run.store, &p);
+        if let Some(noise) = refit_noise.filter(|_| m > 0) {
+            refit(&mut b.tree, &run.store, noise, 300);
+        }
+        merged += m;
+    }
+    Ok(merged)
 }
 
 /// Shared length `(d_tree - d_measured) / 2` across each switch triple (V, W1, W2) on the
@@ -297,6 +322,51 @@ fn merge_threshold(t: &WorkTree, noise: f64) -> f64 {
     }
     let th = best.map_or(base, |b| b.1.max(base));
     th.max(1e-12)
+}
+
+/// Switch links shorter than this many noise scales (and longer than the merge threshold) are
+/// kept only on their evidence.
+const WEIGH_UPTO: f64 = 8.0;
+
+/// Contract the switch-to-switch links shorter than `below` that the measurements do not
+/// support (backward elimination by evidence, as all-pairs joining does); returns how many.
+///
+/// Why: a link a few noise scales long can be a jitter artefact when few measurements cross
+/// it: under 2 us of normal jitter a 0.8 us link split a leaf switch of 8 hosts into 2 + 6
+/// (the noise of one distance was 0.17 us, the gap rule's threshold 0.5 us). Its evidence —
+/// how much worse the tree explains every measurement without it — tells the two apart; real
+/// links are crossed by many measured pairs. Trees of more than [`super::EVIDENCE_MAX_HOSTS`]
+/// hosts keep the gap rule alone.
+fn contract_weighed(t: &mut WorkTree, s: &Store, noise: f64, below: f64) -> u64 {
+    let weak = |t: &WorkTree, v: usize| t.len(v) < below;
+    // One least-squares refit per candidate and step: affordable for the trees whose every
+    // link is weighed anyway (see `weigh_decisions`), not for thousands of hosts.
+    if t.num_hosts_in() > super::EVIDENCE_MAX_HOSTS {
+        return 0;
+    }
+    if !t
+        .switches()
+        .any(|v| t.parent(v).is_some_and(|p| !t.is_host(p)) && weak(t, v))
+    {
+        return 0;
+    }
+    let obs: Vec<(usize, usize, f64)> = s
+        .pairs()
+        .filter(|&(a, b, _)| !s.is_bad(a, b) && t.vertex_of(a).is_some() && t.vertex_of(b).is_some())
+        .map(|(a, b, o)| (a, b, o.d))
+        .collect();
+    let scale = super::joining::median_distance(obs.iter().map(|o| o.2));
+    let weighted = super::joining::weighted_obs(t, &obs, noise);
+    let merged = super::joining::contract_by_evidence_among(t, &weighted, scale, &weak);
+    for m in &merged {
+        log::trace!(
+            "contracted a {:.3} us link: evidence {:.1} below {}",
+            m.len_s * 1e6,
+            m.evidence,
+            m.threshold
+        );
+    }
+    merged.len() as u64
 }
 
 /// Contract every switch-switch link shorter than `threshold`; returns how many.

@@ -4,6 +4,14 @@
 //! Each pair keeps its best (smallest) RTT over repeated measurements — queueing, stalls and
 //! loaded CPUs only add delay — and an uncertainty `u` (half the robust jitter interval of the
 //! measurement that gave the minimum).
+//!
+//! **Symmetric jitter.** Where round trips scatter evenly around their typical value (timer
+//! noise rather than queueing: the median sits as far above the minimum as the 90th percentile
+//! above the median), the minimum is a poor statistic: its bias grows with the number of
+//! samples, so pairs measured more read shorter, and its spread is about twice that of the
+//! median. [`Store::choose_statistic`] looks at the round trips measured so far and switches
+//! to the median of every sample of a pair (pooled over its measurements) when the jitter is
+//! symmetric; `u` is then half the spread of the per-set medians.
 
 use crate::probe::PairMeasurement;
 use std::collections::{HashMap, HashSet};
@@ -16,6 +24,28 @@ pub(crate) struct Obs {
     pub u: f64,
 }
 
+/// How a pair's round trips become its distance (see the module documentation).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) enum Statistic {
+    /// The smallest round trip (queueing and stalls only add delay).
+    #[default]
+    Min,
+    /// The median of all of the pair's round trips (symmetric jitter).
+    Median,
+}
+
+/// Measurements with at least this many round trips are looked at by
+/// [`Store::choose_statistic`].
+const SHAPE_MIN_SAMPLES: usize = 10;
+
+/// Measurements needed before [`Store::choose_statistic`] decides anything.
+const SHAPE_MIN_MEASUREMENTS: usize = 8;
+
+/// Jitter is symmetric when the median over measurements of (p90 - median) / (median - min) is
+/// below this. Normal jitter gives about 0.6 at 10-30 samples; exponential 2.4; the heavy tails
+/// of queueing (Lomax) 3 and more.
+const SYMMETRIC_RATIO: f64 = 1.2;
+
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Store {
     obs: HashMap<(usize, usize), Obs>,
@@ -26,6 +56,49 @@ pub(crate) struct Store {
     pub raw: Vec<PairMeasurement>,
     /// Uncertainties of all measurements (for the global noise scale).
     us: Vec<f64>,
+    /// The statistic in use.
+    stat: Statistic,
+    /// Indices into `raw` of each pair's measurements (fine ones only).
+    by_pair: HashMap<(usize, usize), Vec<usize>>,
+}
+
+fn median_of(v: &mut [f64]) -> f64 {
+    if v.is_empty() {
+        return f64::NAN;
+    }
+    let i = v.len() / 2;
+    *v.select_nth_unstable_by(i, f64::total_cmp).1
+}
+
+/// Half the spread of the per-set medians of `m` (ignoring the widest set when there are three
+/// or more, as [`PairMeasurement::robust_interval_s`] does for minima).
+fn median_interval(m: &PairMeasurement) -> f64 {
+    let mut meds = Vec::with_capacity(m.set_len.len());
+    let mut start = 0usize;
+    for &n in &m.set_len {
+        let end = start + n as usize;
+        meds.push(median_of(&mut m.samples_s[start..end].to_vec()));
+        start = end;
+    }
+    meds.sort_by(f64::total_cmp);
+    match meds.len() {
+        0 | 1 => 0.0,
+        2 => meds[1] - meds[0],
+        k => (meds[k - 2] - meds[0]).min(meds[k - 1] - meds[1]),
+    }
+}
+
+/// (p90 - median) / (median - min) of one measurement's round trips; `None` when too few or
+/// when the median equals the minimum.
+fn shape_ratio(samples: &[f64]) -> Option<f64> {
+    if samples.len() < SHAPE_MIN_SAMPLES {
+        return None;
+    }
+    let mut v = samples.to_vec();
+    v.sort_by(f64::total_cmp);
+    let q = |f: f64| v[((v.len() - 1) as f64 * f).round() as usize];
+    let (lo, med, hi) = (v[0], q(0.5), q(0.9));
+    (med > lo).then(|| (hi - med) / (med - lo))
 }
 
 fn key(a: usize, b: usize) -> (usize, usize) {
@@ -42,26 +115,94 @@ impl Store {
 
     pub fn add(&mut self, m: PairMeasurement) {
         let k = key(m.a, m.b);
-        let new = Obs {
-            d: m.rtt_s() / 2.0,
-            u: m.robust_interval_s() / 2.0,
-        };
-        self.us.push(new.u);
         let t = self.times.entry(k).or_default();
         *t = t.saturating_add(1);
-        match self.obs.get_mut(&k) {
-            Some(o) => {
+        if !self.obs.contains_key(&k) {
+            self.partners[m.a].push(m.b);
+            self.partners[m.b].push(m.a);
+        }
+        self.by_pair.entry(k).or_default().push(self.raw.len());
+        self.raw.push(m);
+        let new = self.observe(self.raw.len() - 1);
+        self.us.push(new.u);
+        self.update(k, new);
+    }
+
+    /// The observation raw measurement `i` gives on its own under the statistic in use.
+    fn observe(&self, i: usize) -> Obs {
+        let m = &self.raw[i];
+        match self.stat {
+            Statistic::Min => Obs {
+                d: m.rtt_s() / 2.0,
+                u: m.robust_interval_s() / 2.0,
+            },
+            Statistic::Median => Obs {
+                d: median_of(&mut m.samples_s.clone()) / 2.0,
+                u: median_interval(m) / 2.0,
+            },
+        }
+    }
+
+    /// Fold observation `new` of pair `k` (its latest measurement) into the pair's.
+    fn update(&mut self, k: (usize, usize), new: Obs) {
+        let pooled = match self.stat {
+            Statistic::Min => None,
+            // The median of every round trip of the pair, the latest measurement's `u`.
+            Statistic::Median => {
+                let mut all: Vec<f64> = self.by_pair[&k]
+                    .iter()
+                    .flat_map(|&i| self.raw[i].samples_s.iter().copied())
+                    .collect();
+                Some(Obs {
+                    d: median_of(&mut all) / 2.0,
+                    u: new.u,
+                })
+            }
+        };
+        match (self.obs.get_mut(&k), pooled) {
+            (Some(o), None) => {
                 if new.d < o.d {
                     *o = new;
                 }
             }
-            None => {
-                self.obs.insert(k, new);
-                self.partners[m.a].push(m.b);
-                self.partners[m.b].push(m.a);
+            (Some(o), Some(p)) => *o = p,
+            (None, p) => {
+                self.obs.insert(k, p.unwrap_or(new));
             }
         }
-        self.raw.push(m);
+    }
+
+    /// The statistic in use.
+    pub fn statistic(&self) -> Statistic {
+        self.stat
+    }
+
+    /// Look at the shape of the jitter in everything measured so far and switch to the median
+    /// when it is symmetric (see the module documentation); every observation is recomputed.
+    /// Returns the median shape ratio when enough was measured to judge.
+    pub fn choose_statistic(&mut self) -> Option<f64> {
+        let mut ratios: Vec<f64> = self.raw.iter().filter_map(|m| shape_ratio(&m.samples_s)).collect();
+        if ratios.len() < SHAPE_MIN_MEASUREMENTS {
+            return None;
+        }
+        let ratio = median_of(&mut ratios);
+        let stat = if ratio < SYMMETRIC_RATIO {
+            Statistic::Median
+        } else {
+            Statistic::Min
+        };
+        if stat != self.stat {
+            self.stat = stat;
+            self.obs.clear();
+            self.us.clear();
+            for i in 0..self.raw.len() {
+                let k = key(self.raw[i].a, self.raw[i].b);
+                let new = self.observe(i);
+                self.us.push(new.u);
+                self.update(k, new);
+            }
+        }
+        Some(ratio)
     }
 
     pub fn get(&self, a: usize, b: usize) -> Option<Obs> {
@@ -124,5 +265,69 @@ mod tests {
         assert_eq!(s.partners(0), &[1]);
         s.mark_bad(1, 0);
         assert!(s.is_bad(0, 1));
+    }
+
+    /// A measurement of `sets` sets of `per_set` round trips of `base + jitter` (seconds).
+    fn measured(
+        a: usize,
+        b: usize,
+        base: f64,
+        sets: u32,
+        per_set: u32,
+        jitter: &mut dyn FnMut() -> f64,
+    ) -> PairMeasurement {
+        PairMeasurement {
+            a,
+            b,
+            samples_s: (0..sets * per_set).map(|_| base + jitter()).collect(),
+            set_len: vec![per_set; sets as usize],
+        }
+    }
+
+    #[test]
+    fn symmetric_jitter_switches_to_pooled_medians() {
+        let mut rng = crate::util::rng::Rng::new(7);
+        let mut normal = || 2.83e-6 * rng.normal();
+        let mut s = Store::new(12);
+        for a in 0..10 {
+            s.add(measured(a, a + 1, 50e-6, 3, 12, &mut normal));
+        }
+        // Before choosing: minima, biased low by about two standard deviations.
+        assert!(s.get(0, 1).unwrap().d < 24.5e-6, "{:?}", s.get(0, 1));
+        let ratio = s.choose_statistic().expect("enough measurements to judge");
+        assert!(ratio < SYMMETRIC_RATIO, "normal jitter read as skewed: {ratio}");
+        assert_eq!(s.statistic(), Statistic::Median);
+        for a in 0..10 {
+            let d = s.get(a, a + 1).unwrap().d;
+            // Median of 36: within 0.3 us (one sd) of the truth; a minimum would be 3 us low.
+            assert!((d - 25e-6).abs() < 1.0e-6, "pair {a}: {d}");
+        }
+        // A second measurement of a pair is pooled with the first, not a new minimum.
+        s.add(measured(0, 1, 50e-6, 3, 12, &mut normal));
+        assert!((s.get(0, 1).unwrap().d - 25e-6).abs() < 0.8e-6, "{:?}", s.get(0, 1));
+        assert_eq!(s.times(0, 1), 2);
+    }
+
+    #[test]
+    fn skewed_jitter_keeps_minima() {
+        let mut rng = crate::util::rng::Rng::new(9);
+        // Lomax (scale 2 us, alpha 1.5) on each way: the queueing-like tail of real networks.
+        let mut lomax = || {
+            let mut one = || 2e-6 * ((1.0 - rng.f64()).powf(-1.0 / 1.5) - 1.0);
+            one() + one()
+        };
+        let mut s = Store::new(12);
+        for a in 0..10 {
+            s.add(measured(a, a + 1, 50e-6, 3, 12, &mut lomax));
+        }
+        let ratio = s.choose_statistic().unwrap();
+        assert!(ratio >= SYMMETRIC_RATIO, "lomax jitter read as symmetric: {ratio}");
+        assert_eq!(s.statistic(), Statistic::Min);
+        assert!((s.get(3, 4).unwrap().d - 25e-6).abs() < 0.5e-6);
+        // Too little to judge (set minima from a matrix): nothing changes.
+        let mut m = Store::new(3);
+        m.add(PairMeasurement::from_set_minima(0, 1, &[10e-6, 11e-6, 12e-6]));
+        assert_eq!(m.choose_statistic(), None);
+        assert_eq!(m.statistic(), Statistic::Min);
     }
 }
