@@ -22,7 +22,7 @@
 use super::locate::{locate, LocateParams, Step};
 use super::refine::refit;
 use super::store::Store;
-use super::tree::{Branch, WorkTree};
+use super::tree::{Branch, Point, WorkTree};
 use super::InferError;
 use crate::probe::{PingSpec, Prober};
 use crate::util::rng::Rng;
@@ -298,10 +298,20 @@ impl<'p> Run<'p> {
                 // Nobody left to measure what they ask for: settle for what is known.
                 let fresh: Vec<usize> = wants.iter().map(|w| w.1).filter(|h| !self.stuck.contains(h)).collect();
                 if fresh.is_empty() {
-                    return Err(InferError::Internal(format!(
-                        "no measurement could be scheduled for {} waiting hosts",
-                        wants.len()
-                    )));
+                    // Searches already cut short still ask for what no committed host can
+                    // give: place each beside its nearest measured host rather than lose the
+                    // whole tree (refinement locates it again if its measurements disagree).
+                    let placed = wants
+                        .iter()
+                        .filter(|&&(bi, h, _)| self.place_beside_nearest(&mut builders[bi], h))
+                        .count();
+                    if placed == 0 {
+                        return Err(InferError::Internal(format!(
+                            "no measurement could be scheduled for {} waiting hosts",
+                            wants.len()
+                        )));
+                    }
+                    continue;
                 }
                 self.stuck.extend(fresh);
                 continue;
@@ -311,6 +321,47 @@ impl<'p> Run<'p> {
             }
             self.measure(&pairs)?;
         }
+    }
+
+    /// Commit `h` to `b` beside the committed host it is measured closest to (measurements
+    /// dropped as inconsistent only when there is nothing else): below that host's switch with
+    /// the access length the measurement implies, or halfway along the link of a tree of two
+    /// hosts. False when `h` is not searching `b` or has no measurement into its tree.
+    fn place_beside_nearest(&mut self, b: &mut Builder, h: usize) -> bool {
+        if !b.active.contains(&h) || b.tree.vertex_of(h).is_some() {
+            return false;
+        }
+        let nearest = self
+            .store
+            .partners(h)
+            .iter()
+            .filter_map(|&x| Some((x, self.store.get(h, x)?.d, b.tree.vertex_of(x)?)))
+            .min_by(|p, q| {
+                (self.store.is_bad(h, p.0), p.1)
+                    .partial_cmp(&(self.store.is_bad(h, q.0), q.1))
+                    .unwrap_or(std::cmp::Ordering::Equal)
+            });
+        let Some((x, d, vx)) = nearest else { return false };
+        let (at, leaf) = match b.tree.parent(vx) {
+            Some(sw) if !b.tree.is_host(sw) => (Point::At(sw), (d - b.tree.leaf_len(x)).max(0.0)),
+            Some(_) => {
+                let half = b.tree.len(vx) / 2.0;
+                (Point::On { child: vx, up: half }, (d - half).max(0.0))
+            }
+            None => match b.tree.children(vx).first().copied() {
+                Some(c) => {
+                    let half = b.tree.len(c) / 2.0;
+                    (Point::On { child: c, up: half }, (d - half).max(0.0))
+                }
+                None => return false,
+            },
+        };
+        log::debug!("host {h}: its search found nothing to measure; placed beside host {x}");
+        b.tree.attach(at, h, leaf);
+        b.committed.push(h);
+        b.active.retain(|&a| a != h);
+        self.counters.forced += 1;
+        true
     }
 
     /// One builder's part of a round: re-queue hosts placed under a stale access length,
