@@ -2,7 +2,7 @@
 # Install what treecast needs, only if it is missing.
 #
 #   scripts/setup.sh            # MPI + libclang (to build)
-#   scripts/setup.sh --test     # also what the test suite uses (SimGrid, gfortran, iproute2, binutils)
+#   scripts/setup.sh --test     # also what the test suite uses (SimGrid, gfortran, iproute2, binutils, librsvg2-bin)
 #
 # When apt is used:
 # - mpicc missing (a fresh Debian machine): everything missing is installed with apt-get, through sudo
@@ -44,6 +44,7 @@ detect() {
     probe_iproute2 || add "ip/tc (iproute2: tests/emulated_cluster.rs)" iproute2
     probe_util_linux || add "unshare/nsenter (util-linux: tests/emulated_cluster.rs)" util-linux
     probe_binutils || add "nm (binutils: tests/c_api.rs, tests/preload.rs symbol checks)" binutils
+    probe_rsvg || add "rsvg-convert (librsvg2-bin: tests/profile.rs renders the report's charts)" librsvg2-bin
   fi
 }
 detect

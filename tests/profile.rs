@@ -222,6 +222,47 @@ fn report_renders_a_profile_and_rejects_garbage() {
         chart.contains("256 B..&lt;512 B") && chart.contains("pred. "),
         "{chart}"
     );
+    // What a person sees: every chart renders, with ink on it, at the size it declares.
+    let charts: Vec<std::path::PathBuf> = std::fs::read_dir(&svg)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "svg"))
+        .collect();
+    for file in charts {
+        let text = std::fs::read_to_string(&file).unwrap();
+        let png = render(&file);
+        let declared = |attr: &str| -> u32 {
+            let at = text.find(&format!(" {attr}=\"")).expect("declared size") + attr.len() + 3;
+            let v: String = text[at..].chars().take_while(|c| *c != '"').collect();
+            v.parse::<f64>().expect("a number").round() as u32
+        };
+        assert_eq!(
+            (png.width, png.height),
+            (declared("width"), declared("height")),
+            "{}",
+            file.display()
+        );
+        let ink = png.pixels().filter(|&(_, _, c)| c != [255, 255, 255]).count();
+        let share = ink as f64 / (png.width * png.height) as f64;
+        assert!(
+            (0.005..0.6).contains(&share),
+            "{}: {:.1}% ink",
+            file.display(),
+            100.0 * share
+        );
+    }
+    // Every measured bar of the predicted-vs-measured chart is visible (at least 3 pixels
+    // tall): on a linear axis all but the largest were slivers of less than one pixel.
+    let png = render(&svg.join("comm0-predicted-vs-measured.svg"));
+    let bars = chart.matches("<title>measured median").count();
+    let blue = |c: [u8; 3]| c.iter().zip([0x44u8, 0x77, 0xaa]).all(|(a, b)| a.abs_diff(b) <= 8);
+    let plot_bottom = png.height.saturating_sub(35); // the legend's swatch is below
+    let tall: Vec<bool> = (0..png.width)
+        .map(|x| (0..plot_bottom).filter(|&y| blue(png.at(x, y))).count() >= 3)
+        .collect();
+    let runs = tall.windows(2).filter(|w| w[1] && !w[0]).count() + usize::from(tall[0]);
+    assert!(bars >= 2, "{chart}");
+    assert_eq!(runs, bars, "visible measured bars in the rendered chart");
 
     std::fs::write(dir.join("bad.json"), "{\"version\": 1, \"world_size\": \"x\"}").unwrap();
     let out = std::process::Command::new(treecast)
@@ -233,4 +274,52 @@ fn report_renders_a_profile_and_rejects_garbage() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("bad.json") && err.lines().count() == 1, "{err}");
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A chart rendered by `rsvg-convert` (Debian's librsvg2-bin, installed by
+/// `scripts/setup.sh --test`): RGB pixels.
+struct Png {
+    width: u32,
+    height: u32,
+    rgb: Vec<[u8; 3]>,
+}
+
+impl Png {
+    fn at(&self, x: u32, y: u32) -> [u8; 3] {
+        self.rgb[(y * self.width + x) as usize]
+    }
+    fn pixels(&self) -> impl Iterator<Item = (u32, u32, [u8; 3])> + '_ {
+        (0..self.height).flat_map(move |y| (0..self.width).map(move |x| (x, y, self.at(x, y))))
+    }
+}
+
+/// Render `svg` to PNG next to it and decode it (flattened on white).
+fn render(svg: &std::path::Path) -> Png {
+    let out = svg.with_extension("png");
+    let status = std::process::Command::new("rsvg-convert")
+        .arg("--background-color=white")
+        .arg("-o")
+        .arg(&out)
+        .arg(svg)
+        .status()
+        .expect("rsvg-convert (librsvg2-bin; scripts/setup.sh --test installs it)");
+    assert!(status.success(), "rsvg-convert failed on {}", svg.display());
+    let decoder = png::Decoder::new(std::fs::File::open(&out).unwrap());
+    let mut reader = decoder.read_info().unwrap();
+    let mut buf = vec![0; reader.output_buffer_size()];
+    let info = reader.next_frame(&mut buf).unwrap();
+    let channels = info.color_type.samples();
+    assert_eq!(info.bit_depth, png::BitDepth::Eight, "{}", out.display());
+    let rgb = buf[..info.buffer_size()]
+        .chunks(channels)
+        .map(|p| match channels {
+            1 | 2 => [p[0]; 3],
+            _ => [p[0], p[1], p[2]],
+        })
+        .collect();
+    Png {
+        width: info.width,
+        height: info.height,
+        rgb,
+    }
 }

@@ -234,6 +234,7 @@ fn setup_on_a_bare_machine_asks_apt_for_everything_and_stops_when_it_fails() {
             "gfortran",
             "libsimgrid-dev",
             "iproute2",
+            "librsvg2-bin",
         ] {
             assert!(asked.contains(pkg), "apt-get was not asked for {pkg}: {asked}");
         }
