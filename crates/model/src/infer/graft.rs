@@ -17,7 +17,7 @@
 
 use super::joining;
 use super::tree::{Point, WorkTree};
-use std::collections::HashMap;
+use crate::util::fasthash::FastMap;
 
 /// Pairs per pair of parts below which an exit cannot be placed.
 const MIN_PAIRS: usize = 3;
@@ -160,7 +160,7 @@ const GRID: usize = 16;
 /// placement error of a switch is that switch.
 fn common_exit(
     trees: &[WorkTree],
-    links: &HashMap<(usize, usize), Link>,
+    links: &FastMap<(usize, usize), Link>,
     c: usize,
     partner: &[Point],
     tol: f64,
@@ -289,7 +289,7 @@ pub(crate) fn join(
     if let Some(h) = part_of.iter().position(|&c| c == usize::MAX) {
         return Err(format!("host {h} is in no part"));
     }
-    let mut links: HashMap<(usize, usize), Link> = HashMap::new();
+    let mut links: FastMap<(usize, usize), Link> = FastMap::default();
     for &(a, b, d) in far {
         let (ca, cb) = (part_of[a], part_of[b]);
         if ca == cb {
@@ -306,7 +306,7 @@ pub(crate) fn join(
             .pairs
             .push((x, y, d));
     }
-    let mut fits: HashMap<(usize, usize), (Point, Point)> = HashMap::new();
+    let mut fits: FastMap<(usize, usize), (Point, Point)> = FastMap::default();
     for c in 0..m {
         for j in (c + 1)..m {
             let Some(l) = links.get(&(c, j)).filter(|l| l.pairs.len() >= MIN_PAIRS) else {
@@ -418,7 +418,7 @@ fn assemble(num_hosts: usize, trees: &[WorkTree], exits: &[Point], core: &WorkTr
             Point::At(v) => v,
             Point::On { child, up } => t.split(child, up),
         };
-        let mut id: HashMap<usize, usize> = HashMap::new();
+        let mut id: FastMap<usize, usize> = FastMap::default();
         for v in t.vertices() {
             let g = t.host_of(v).unwrap_or_else(|| {
                 next += 1;
@@ -434,7 +434,7 @@ fn assemble(num_hosts: usize, trees: &[WorkTree], exits: &[Point], core: &WorkTr
         exit_id.push(id[&ev]);
     }
     // Core: hosts are exits; a switch within `tol` of a (switch) exit is that exit.
-    let mut cid: HashMap<usize, usize> = HashMap::new();
+    let mut cid: FastMap<usize, usize> = FastMap::default();
     for v in core.vertices() {
         if let Some(c) = core.host_of(v) {
             cid.insert(v, exit_id[c]);
@@ -463,7 +463,7 @@ fn assemble(num_hosts: usize, trees: &[WorkTree], exits: &[Point], core: &WorkTr
         }
     }
     // Orient from host 0 and build.
-    let mut adj: HashMap<usize, Vec<(usize, f64)>> = HashMap::new();
+    let mut adj: FastMap<usize, Vec<(usize, f64)>> = FastMap::default();
     for &(u, v, l) in &edges {
         adj.entry(u).or_default().push((v, l));
         adj.entry(v).or_default().push((u, l));

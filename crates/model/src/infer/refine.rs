@@ -25,7 +25,8 @@ use super::locate::{LocateParams, Step};
 use super::store::Store;
 use super::tree::{Branch, WorkTree};
 use super::InferError;
-use std::collections::{HashMap, VecDeque};
+use crate::util::fasthash::FastMap;
+use std::collections::VecDeque;
 
 pub(crate) struct RefineReport {
     pub relocated: u64,
@@ -164,8 +165,8 @@ fn merge_duplicates(
 
 /// Shared length `(d_tree - d_measured) / 2` across each switch triple (V, W1, W2) on the
 /// path of a usable measurement.
-fn shared_across(t: &WorkTree, s: &Store) -> HashMap<(usize, usize, usize), Vec<f64>> {
-    let mut across: HashMap<(usize, usize, usize), Vec<f64>> = HashMap::new();
+fn shared_across(t: &WorkTree, s: &Store) -> FastMap<(usize, usize, usize), Vec<f64>> {
+    let mut across: FastMap<(usize, usize, usize), Vec<f64>> = FastMap::default();
     for (a, b, d) in usable(t, s) {
         let path = t.path(a, b);
         let sh = (t.dist(a, b) - d) / 2.0;
@@ -419,7 +420,7 @@ pub(crate) fn fit_links_weighted(t: &mut WorkTree, obs: &[(usize, usize, f64, f6
     if m == 0 {
         return;
     }
-    let index: HashMap<usize, usize> = links.iter().enumerate().map(|(i, &v)| (v, i)).collect();
+    let index: FastMap<usize, usize> = links.iter().enumerate().map(|(i, &v)| (v, i)).collect();
     let mut x: Vec<f64> = links.iter().map(|&v| t.len(v)).collect();
     let x0 = x.clone();
     // Each observation's links, each link's observations, and the diagonal of the normal matrix.

@@ -14,7 +14,7 @@
 //! symmetric; `u` is then half the spread of the per-set medians.
 
 use crate::probe::PairMeasurement;
-use std::collections::{HashMap, HashSet};
+use crate::util::fasthash::{FastMap, FastSet};
 
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub(crate) struct Obs {
@@ -48,10 +48,10 @@ const SYMMETRIC_RATIO: f64 = 1.2;
 
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Store {
-    obs: HashMap<(usize, usize), Obs>,
+    obs: FastMap<(usize, usize), Obs>,
     partners: Vec<Vec<usize>>,
-    times: HashMap<(usize, usize), u8>,
-    bad: HashSet<(usize, usize)>,
+    times: FastMap<(usize, usize), u8>,
+    bad: FastSet<(usize, usize)>,
     /// All raw measurements, in order (kept for latency fits and reports).
     pub raw: Vec<PairMeasurement>,
     /// Uncertainties of all measurements (for the global noise scale).
@@ -59,7 +59,7 @@ pub(crate) struct Store {
     /// The statistic in use.
     stat: Statistic,
     /// Indices into `raw` of each pair's measurements (fine ones only).
-    by_pair: HashMap<(usize, usize), Vec<usize>>,
+    by_pair: FastMap<(usize, usize), Vec<usize>>,
 }
 
 fn median_of(v: &mut [f64]) -> f64 {
