@@ -62,7 +62,8 @@ pub(crate) struct Store {
     by_pair: FastMap<(usize, usize), Vec<usize>>,
 }
 
-fn median_of(v: &mut [f64]) -> f64 {
+/// The median of `v` (the upper one of an even count; NaN when empty). Reorders `v`.
+pub(crate) fn median_of(v: &mut [f64]) -> f64 {
     if v.is_empty() {
         return f64::NAN;
     }
@@ -123,9 +124,10 @@ impl Store {
         }
         self.by_pair.entry(k).or_default().push(self.raw.len());
         self.raw.push(m);
-        let new = self.observe(self.raw.len() - 1);
-        self.us.push(new.u);
-        self.update(k, new);
+        let u = self.observe(self.raw.len() - 1).u;
+        self.us.push(u);
+        let o = self.pair_obs(k);
+        self.obs.insert(k, o);
     }
 
     /// The observation raw measurement `i` gives on its own under the statistic in use.
@@ -143,31 +145,23 @@ impl Store {
         }
     }
 
-    /// Fold observation `new` of pair `k` (its latest measurement) into the pair's.
-    fn update(&mut self, k: (usize, usize), new: Obs) {
-        let pooled = match self.stat {
-            Statistic::Min => None,
-            // The median of every round trip of the pair, the latest measurement's `u`.
+    /// Pair `k`'s observation from all its measurements: that of the measurement with the
+    /// smallest minimum (the first on ties), or the median of every round trip of the pair
+    /// with its latest measurement's `u`.
+    fn pair_obs(&self, k: (usize, usize)) -> Obs {
+        let ms = &self.by_pair[&k];
+        match self.stat {
+            Statistic::Min => ms
+                .iter()
+                .map(|&i| self.observe(i))
+                .reduce(|best, o| if o.d < best.d { o } else { best })
+                .expect("a measured pair"),
             Statistic::Median => {
-                let mut all: Vec<f64> = self.by_pair[&k]
-                    .iter()
-                    .flat_map(|&i| self.raw[i].samples_s.iter().copied())
-                    .collect();
-                Some(Obs {
+                let mut all: Vec<f64> = ms.iter().flat_map(|&i| self.raw[i].samples_s.iter().copied()).collect();
+                Obs {
                     d: median_of(&mut all) / 2.0,
-                    u: new.u,
-                })
-            }
-        };
-        match (self.obs.get_mut(&k), pooled) {
-            (Some(o), None) => {
-                if new.d < o.d {
-                    *o = new;
+                    u: self.observe(*ms.last().expect("a measured pair")).u,
                 }
-            }
-            (Some(o), Some(p)) => *o = p,
-            (None, p) => {
-                self.obs.insert(k, p.unwrap_or(new));
             }
         }
     }
@@ -193,13 +187,11 @@ impl Store {
         };
         if stat != self.stat {
             self.stat = stat;
-            self.obs.clear();
-            self.us.clear();
-            for i in 0..self.raw.len() {
-                let k = key(self.raw[i].a, self.raw[i].b);
-                let new = self.observe(i);
-                self.us.push(new.u);
-                self.update(k, new);
+            self.us = (0..self.raw.len()).map(|i| self.observe(i).u).collect();
+            let keys: Vec<(usize, usize)> = self.by_pair.keys().copied().collect();
+            for k in keys {
+                let o = self.pair_obs(k);
+                self.obs.insert(k, o);
             }
         }
         Some(ratio)
