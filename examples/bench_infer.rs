@@ -115,7 +115,7 @@ fn section(title: &str, t: &Topology, seeds: usize) -> metrics::Evaluation {
             t,
             "batch, one tree (no graft)",
             InferOptions {
-                far_rtt_s: f64::INFINITY,
+                far_rtt_s: Some(f64::INFINITY),
                 ..hint.clone()
             },
             seeds,
@@ -160,24 +160,32 @@ fn section(title: &str, t: &Topology, seeds: usize) -> metrics::Evaluation {
 /// The far-part families: `clusters` clusters of `hosts` hosts in all (leaves of 8 hosts), their
 /// uplinks spread over `[lo, hi]` one-way (cluster-to-cluster latency lo+lo .. hi+hi), under
 /// lomax and normal jitter. Prints, per family and noise, the exact leaf-switch partitions and
-/// the virtual probe time, and whether the targets (>= 95% exact, <= 0.15 s) hold.
+/// the virtual probe time with the far threshold found in the data (the default) and, side by
+/// side in the same run, with the fixed 1 ms threshold used before; and whether the targets
+/// (>= 95% exact, <= 0.15 s) hold for the default.
 fn families(seeds: usize) -> bool {
     use treecast::topology::gen::Clusters;
     println!("\nfar-apart families (clusters below a core over routed links; uplink one-way spread over the range):");
     println!(
-        "  {:<44} {:<22} {:>6} {:>11} {:>11} {:>7}",
-        "family", "noise", "exact", "time mean", "time max", "rounds"
+        "  {:<44} {:<27} {:>6} {:>10} {:>10} {:>6} {:>9}  | fixed 1 ms: {:>5} {:>10}",
+        "family", "noise", "exact", "time mean", "time max", "rounds", "far thr", "exact", "time max"
     );
-    let shapes: [(usize, usize, f64, f64); 8] = [
+    let shapes: [(usize, usize, f64, f64); 10] = [
         (2, 32, 0.05e-3, 1.25e-3),
         (2, 64, 0.05e-3, 0.05e-3),
+        (2, 256, 1.25e-3, 1.25e-3),
         (3, 144, 0.125e-3, 0.3e-3),
         (4, 128, 0.05e-3, 1.25e-3),
         (4, 256, 0.5e-3, 1.25e-3),
+        (5, 160, 0.05e-3, 0.2e-3),
         (6, 96, 0.05e-3, 1.25e-3),
         (8, 64, 0.05e-3, 1.25e-3),
         (8, 256, 0.05e-3, 1.25e-3),
     ];
+    let fixed = InferOptions {
+        far_rtt_s: Some(1e-3),
+        ..InferOptions::default()
+    };
     let mut all_ok = true;
     for (clusters, hosts, lo, hi) in shapes {
         let t = Clusters::spread(clusters, hosts, 8, lo, hi).build().unwrap();
@@ -186,33 +194,50 @@ fn families(seeds: usize) -> bool {
             2.0 * lo * 1e3,
             2.0 * hi * 1e3
         );
-        for noise in ["lomax:scale_us=2,alpha=1.5", "normal:sd_us=2"] {
+        for noise in [
+            "lomax:scale_us=2,alpha=1.5",
+            "normal:sd_us=2",
+            "lomax:scale_us=5,alpha=1.2",
+        ] {
             let model = NoiseModel::jitter(noise.parse().unwrap());
             // A family where inference fails outright is a row of the table, not the end of it.
-            let e = match metrics::evaluate(&t, &model, &InferOptions::default(), seeds, 1, 2_000) {
-                Ok(e) => e,
-                Err(err) => {
+            let (e, f) = match (
+                metrics::evaluate(&t, &model, &InferOptions::default(), seeds, 1, 2_000),
+                metrics::evaluate(&t, &model, &fixed, seeds, 1, 2_000),
+            ) {
+                (Ok(e), Ok(f)) => (e, f),
+                (Err(err), _) | (_, Err(err)) => {
                     all_ok = false;
-                    println!("  {name:<44} {noise:<22} inference failed in a trial: {err}  MISSED");
+                    println!("  {name:<44} {noise:<27} inference failed in a trial: {err}  MISSED");
                     continue;
                 }
             };
+            // The heavier Lomax (alpha 1.2: a one-way spike of 75 us or more in 3.6% of messages)
+            // is printed as a stress row, outside the targets of issue 17.
+            let stress = noise == "lomax:scale_us=5,alpha=1.2";
             let ok = e.exact_partition_rate >= 0.95 && e.max_virtual_probe_time_s <= 0.15;
-            all_ok &= ok;
+            all_ok &= ok || stress;
             println!(
-                "  {:<44} {:<22} {:>5.0}% {:>9.4} s {:>9.4} s {:>7.1}  {}",
+                "  {:<44} {:<27} {:>5.0}% {:>8.4} s {:>8.4} s {:>6.1} {:>6.0} us  | {:>16.0}% {:>8.4} s  {}",
                 name,
                 noise,
                 100.0 * e.exact_partition_rate,
                 e.virtual_probe_time_s,
                 e.max_virtual_probe_time_s,
                 e.rounds,
-                if ok { "ok" } else { "MISSED" }
+                e.far_rtt_s.map_or(f64::INFINITY, |s| s * 1e6),
+                100.0 * f.exact_partition_rate,
+                f.max_virtual_probe_time_s,
+                match (ok, stress) {
+                    (true, _) => "ok",
+                    (false, true) => "(stress)",
+                    (false, false) => "MISSED",
+                }
             );
         }
     }
     println!(
-        "  targets (every family: exact >= 95%, virtual probe time <= 0.15 s): {}",
+        "  targets (every family, lomax 2 us / 1.5 and normal 2 us, threshold from the data: exact >= 95%, virtual probe time <= 0.15 s): {}",
         if all_ok { "met" } else { "NOT met" }
     );
     all_ok

@@ -145,7 +145,10 @@ fn stalled_measurements_are_remeasured() {
         outliers: Outliers::emulated(0.05, 0.01),
         ..NoiseModel::default()
     };
-    let mut remeasured = 0;
+    // Stalls that reached the store (measurements with a round trip over 10 ms): the tree is
+    // exact although they were there. (Whether the search re-measures one depends on where a
+    // stall lands: within one set of three it leaves the minimum alone.)
+    let mut stalled = 0;
     for seed in 1..=3 {
         let r = run(&t, noise.clone(), seed, InferOptions::default());
         assert_eq!(
@@ -153,9 +156,13 @@ fn stalled_measurements_are_remeasured() {
             metrics::leaf_partition(&t).unwrap(),
             "seed {seed}"
         );
-        remeasured += r.stats.remeasured + r.stats.dropped;
+        stalled += r
+            .measurements
+            .iter()
+            .filter(|m| m.samples_s.iter().any(|&x| x > 10e-3))
+            .count();
     }
-    assert!(remeasured > 0, "stalls were present but nothing was re-measured");
+    assert!(stalled > 0, "no stall reached the measurements: the test tests nothing");
 }
 
 #[test]
@@ -358,7 +365,7 @@ fn far_apart_clusters_are_grafted_from_one_round_trip_per_far_pair() {
         "{grafted:?}"
     );
     let full = InferOptions {
-        far_rtt_s: f64::INFINITY,
+        far_rtt_s: Some(f64::INFINITY),
         ..InferOptions::default()
     };
     let one_tree = metrics::evaluate(&t, &noise, &full, 3, 5, 2000).unwrap();

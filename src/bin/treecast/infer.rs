@@ -52,9 +52,10 @@ pub struct Args {
     #[arg(long)]
     no_hint: bool,
     /// Round trips at least this long (microseconds) are far: such parts of the network are
-    /// inferred on their own and grafted from one round trip per far pair; `inf` measures every
-    /// pair in full and builds one tree.
-    #[arg(long, default_value = "1000", allow_hyphen_values = true)]
+    /// inferred on their own and grafted from one round trip per far pair; `auto` finds the
+    /// threshold in the data (a gap in the first round trips); `inf` measures every pair in full
+    /// and builds one tree.
+    #[arg(long, default_value = "auto", allow_hyphen_values = true)]
     far_rtt_us: String,
     /// Probability that a whole pair measurement is descheduled (12-16 ms per round trip).
     #[arg(long, default_value_t = 0.0)]
@@ -89,10 +90,11 @@ pub fn run(args: Args) -> Result<(), CliError> {
         }
     };
     let far_rtt_s = match args.far_rtt_us.parse::<f64>() {
-        Ok(us) if us > 0.0 => us * 1e-6,
+        _ if args.far_rtt_us == "auto" => None,
+        Ok(us) if us > 0.0 => Some(us * 1e-6),
         _ => {
             return Err(CliError::Input(format!(
-                "--far-rtt-us: '{}' is not a positive number of microseconds or 'inf'",
+                "--far-rtt-us: '{}' is not a positive number of microseconds, 'auto' or 'inf'",
                 args.far_rtt_us
             )))
         }

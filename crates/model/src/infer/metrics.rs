@@ -345,6 +345,8 @@ pub struct Trial {
     pub merged: u64,
     pub relocated: u64,
     pub remeasured: u64,
+    /// The far threshold the trial used (round trip, seconds), if any.
+    pub far_rtt_s: Option<f64>,
 }
 
 /// Aggregate over trials (means; `exact_partition_rate` is the fraction of exact trials).
@@ -360,6 +362,8 @@ pub struct Evaluation {
     pub virtual_probe_time_s: f64,
     pub max_virtual_probe_time_s: f64,
     pub max_pairs_measured_fraction: f64,
+    /// Median over trials of the far threshold used (`None` when no trial used one).
+    pub far_rtt_s: Option<f64>,
     pub per_trial: Vec<Trial>,
 }
 
@@ -404,6 +408,7 @@ pub fn evaluate(
             merged: st.merged,
             relocated: st.relocated,
             remeasured: st.remeasured,
+            far_rtt_s: st.far_rtt_s,
         });
     }
     let m = |f: &dyn Fn(&Trial) -> f64| per_trial.iter().map(f).sum::<f64>() / trials.max(1) as f64;
@@ -419,6 +424,11 @@ pub fn evaluate(
         virtual_probe_time_s: m(&|t| t.virtual_probe_time_s),
         max_virtual_probe_time_s: mx(&|t| t.virtual_probe_time_s),
         max_pairs_measured_fraction: mx(&|t| t.pairs_measured_fraction),
+        far_rtt_s: {
+            let mut v: Vec<f64> = per_trial.iter().filter_map(|t| t.far_rtt_s).collect();
+            v.sort_by(f64::total_cmp);
+            v.get(v.len() / 2).copied()
+        },
         per_trial,
     })
 }

@@ -53,6 +53,7 @@ mod tree;
 
 pub use bandwidth::BandwidthMap;
 pub use export::with_ranks;
+pub use parts::{far_threshold, GAP_OUTLIERS, MIN_FAR_GAP, MIN_FAR_RTT_S};
 
 use crate::probe::{PingSpec, ProbeError, ProbeStats, Prober};
 use crate::topology::Topology;
@@ -114,14 +115,11 @@ pub struct InferOptions {
     pub locality_hint: bool,
     /// Round trips at least this long (seconds) cross routers or wide-area links: hosts are
     /// grouped into parts joined only by such paths, each part inferred on its own and the parts
-    /// joined from one-sample measurements (see `parts`). Infinite: one tree, every pair
-    /// measured with the full protocol.
-    pub far_rtt_s: f64,
+    /// joined from one-sample measurements (see `parts`). `None` (the default): the threshold
+    /// comes from the data, a gap in the round trips of the first two rounds
+    /// ([`far_threshold`]). Infinite: one tree, every pair measured with the full protocol.
+    pub far_rtt_s: Option<f64>,
 }
-
-/// Default [`InferOptions::far_rtt_s`]: 1 ms, beyond any switched LAN (tens to hundreds of
-/// microseconds) and short of any wide-area link.
-pub const FAR_RTT_S: f64 = 1e-3;
 
 impl Default for InferOptions {
     fn default() -> Self {
@@ -131,7 +129,7 @@ impl Default for InferOptions {
             ping: PingSpec::default(),
             bandwidth_bytes: None,
             locality_hint: true,
-            far_rtt_s: FAR_RTT_S,
+            far_rtt_s: None,
         }
     }
 }
@@ -159,6 +157,9 @@ pub struct InferStats {
     /// The tree's confidence: that of its least certain decision (`None` when no decision was
     /// weighed: one or two hosts, or more than [`EVIDENCE_MAX_HOSTS`]).
     pub confidence: Option<f64>,
+    /// The far threshold used (round trip, seconds): given, or found in the data; `None` when
+    /// no far-apart parts were looked for or the data showed no gap.
+    pub far_rtt_s: Option<f64>,
 }
 
 /// Most hosts for which the evidence of every link is computed (one least-squares refit per
@@ -255,79 +256,36 @@ pub fn infer(prober: &mut dyn Prober, opts: &InferOptions) -> Result<Inferred, I
             b
         }
         Strategy::AllPairs => {
-            let j = all_pairs(&mut run, n)?;
-            stats.noise_s = j.noise_s;
-            stats.merge_threshold_s = j.threshold_s;
-            contracted = j.merged.clone();
-            let mut b = Builder::new(n, VecDeque::new());
-            b.tree = j.tree;
-            b
+            // Far-apart parts first (one-sample readings, nothing stored): all-pairs would
+            // measure every far pair in full, seconds on a wide-area link.
+            let detected = if run.hint && opts.far_rtt_s.is_none_or(f64::is_finite) {
+                Some(parts::detect(&mut run, n, opts.far_rtt_s, false)?)
+            } else {
+                None
+            };
+            match detected {
+                Some(d) if d.parts.len() > 1 => batch(&mut run, n, &mut stats, Some(d))?,
+                _ => {
+                    let j = all_pairs(&mut run, n)?;
+                    stats.noise_s = j.noise_s;
+                    stats.merge_threshold_s = j.threshold_s;
+                    contracted = j.merged.clone();
+                    let mut b = Builder::new(n, VecDeque::new());
+                    b.tree = j.tree;
+                    b
+                }
+            }
         }
         Strategy::Batch | Strategy::Auto => {
-            let blocks = insertion_groups(n, run.hint, &mut run.rng);
-            // Warm-up: consecutive hosts of each insertion order in one round of disjoint
-            // pairs (neighbours in host order with the hint). It yields the access length
-            // from the start (two hosts on one switch are two access links apart) and gives
-            // every host a first measurement for when its partner is inserted.
-            let warm: Vec<(usize, usize)> = blocks
-                .iter()
-                .flat_map(|g| g.chunks_exact(2).map(|c| (c[1], c[0])).collect::<Vec<_>>())
-                .collect();
-            // With several blocks, far-apart parts are looked for (see `parts`): far pairs
-            // of these two rounds are cut short and kept for the graft only.
-            let far_s = opts.far_rtt_s;
-            let mut far = Vec::new();
-            let mut split = vec![(0..blocks.len()).collect::<Vec<usize>>()];
-            match parts::cross_block_pairs(&blocks).filter(|_| far_s.is_finite()) {
-                Some(cross) => {
-                    far = run.measure_far(&warm, far_s)?;
-                    let once = run.measure_once(&cross)?;
-                    let near: Vec<(usize, usize)> =
-                        once.iter().filter(|p| 2.0 * p.2 < far_s).map(|p| (p.0, p.1)).collect();
-                    far.extend(once.into_iter().filter(|p| 2.0 * p.2 >= far_s));
-                    split = parts::of_blocks(&blocks, &near);
-                }
-                None => run.measure(&warm)?,
-            }
-            choose_statistic(&mut run.store);
-            log::debug!(
-                "{} far-apart part(s) of {:?} block(s)",
-                split.len(),
-                split.iter().map(Vec::len).collect::<Vec<_>>()
-            );
-            let mut mains = parts::grow(&mut run, n, &blocks, &split, &batch_params)?;
-            log::trace!("insertion done; refining");
-            let mut r = refine::refine(&mut run, &mut mains, &batch_params)?;
-            let main = if mains.len() == 1 {
-                mains.pop().expect("one part")
+            // With the locality hint, far-apart parts are looked for first (see `parts`), and
+            // the blocks of insertion are cut within each part; far readings are kept for
+            // the graft only.
+            let detected = if run.hint && opts.far_rtt_s.is_none_or(f64::is_finite) {
+                Some(parts::detect(&mut run, n, opts.far_rtt_s, true)?)
             } else {
-                let trees: Vec<tree::WorkTree> = mains.into_iter().map(|b| b.tree).collect();
-                let tol = {
-                    let refs: Vec<&tree::WorkTree> = trees.iter().collect();
-                    batch_params(&run.store, &refs).tol_floor
-                };
-                match graft::join(n, &trees, &far, tol) {
-                    Ok(t) => {
-                        let mut b = Builder::new(n, VecDeque::new());
-                        b.tree = t;
-                        b
-                    }
-                    Err(why) => {
-                        // Correctness first: one tree over all hosts, measuring far pairs in
-                        // full where it needs them (what was measured finely is reused).
-                        log::info!("far-apart parts do not graft ({why}); inferring one tree");
-                        let all = vec![(0..blocks.len()).collect::<Vec<usize>>()];
-                        let mut one = parts::grow(&mut run, n, &blocks, &all, &batch_params)?;
-                        r = refine::refine(&mut run, &mut one, &batch_params)?;
-                        one.pop().expect("one part")
-                    }
-                }
+                None
             };
-            stats.relocated = r.relocated + run.counters.relocated;
-            stats.merged = r.merged;
-            stats.noise_s = r.noise_s;
-            stats.merge_threshold_s = r.threshold_s;
-            main
+            batch(&mut run, n, &mut stats, detected)?
         }
     };
     // Root where the physical hierarchy has its top (see `center`), within the noise of one
@@ -364,6 +322,100 @@ pub fn infer(prober: &mut dyn Prober, opts: &InferOptions) -> Result<Inferred, I
         bandwidth,
         measurements,
     })
+}
+
+/// Batch inference: parts (when `detected`; else blocks of the host list), insertion of many
+/// hosts per round, refinement, and the graft of the parts' trees.
+fn batch(
+    run: &mut driver::Run,
+    n: usize,
+    stats: &mut InferStats,
+    detected: Option<parts::Detected>,
+) -> Result<Builder, InferError> {
+    let (blocks, split, far) = match detected {
+        Some(d) => {
+            stats.far_rtt_s = d.far_rtt_s.is_finite().then_some(d.far_rtt_s);
+            let rng = &mut run.rng;
+            let (blocks, split) = parts::blocks_of(
+                &d.parts,
+                GROUP,
+                |len| rng.below(len as u64 / 2 + 1) as usize,
+                spread_pairs,
+            );
+            (blocks, split, d.far)
+        }
+        None => {
+            let blocks = insertion_groups(n, run.hint, &mut run.rng);
+            let all = vec![(0..blocks.len()).collect::<Vec<usize>>()];
+            (blocks, all, Vec::new())
+        }
+    };
+    // Warm-up: consecutive hosts of each insertion order in one round of disjoint
+    // pairs (neighbours in host order with the hint), those not measured already. It
+    // yields the access length from the start (two hosts on one switch are two access
+    // links apart) and gives every host a first measurement for when its partner is
+    // inserted.
+    let warm: Vec<(usize, usize)> = blocks
+        .iter()
+        .flat_map(|g| g.chunks_exact(2).map(|c| (c[1], c[0])).collect::<Vec<_>>())
+        .filter(|&(a, b)| run.store.get(a, b).is_none())
+        .collect();
+    if !warm.is_empty() {
+        // Cut short at the far threshold: within a part, only a spike reads that long.
+        let cut = stats.far_rtt_s.unwrap_or(f64::INFINITY);
+        run.measure_far(&warm, cut)?;
+    }
+    choose_statistic(&mut run.store);
+    log::debug!(
+        "{} far-apart part(s) of {:?} block(s)",
+        split.len(),
+        split.iter().map(Vec::len).collect::<Vec<_>>()
+    );
+    let mut mains = parts::grow(run, n, &blocks, &split, &batch_params)?;
+    log::trace!("insertion done; refining");
+    let mut r = refine::refine(run, &mut mains, &batch_params)?;
+    let main = if mains.len() == 1 {
+        mains.pop().expect("one part")
+    } else {
+        let trees: Vec<tree::WorkTree> = mains.into_iter().map(|b| b.tree).collect();
+        let tol = {
+            let refs: Vec<&tree::WorkTree> = trees.iter().collect();
+            batch_params(&run.store, &refs).tol_floor
+        };
+        // A graft that does not fit gets more readings between the parts, up to
+        // GRAFT_RETRIES rounds, before one tree is inferred over all hosts: one-sample
+        // readings are rough, and one more round costs one far round trip.
+        let mut far = far;
+        let mut grafted = graft::join(n, &trees, &far, tol);
+        for _ in 0..GRAFT_RETRIES {
+            let Err(why) = &grafted else { break };
+            log::debug!("far-apart parts do not graft ({why}); measuring more pairs between them");
+            let hosts: Vec<Vec<usize>> = trees.iter().map(|t| t.hosts().collect()).collect();
+            far.extend(parts::more_far(run, &hosts)?);
+            grafted = graft::join(n, &trees, &far, tol);
+        }
+        match grafted {
+            Ok(t) => {
+                let mut b = Builder::new(n, VecDeque::new());
+                b.tree = t;
+                b
+            }
+            Err(why) => {
+                // Correctness first: one tree over all hosts, measuring far pairs in
+                // full where it needs them (what was measured finely is reused).
+                log::info!("far-apart parts do not graft ({why}); inferring one tree");
+                let all = vec![(0..blocks.len()).collect::<Vec<usize>>()];
+                let mut one = parts::grow(run, n, &blocks, &all, &batch_params)?;
+                r = refine::refine(run, &mut one, &batch_params)?;
+                one.pop().expect("one part")
+            }
+        }
+    };
+    stats.relocated = r.relocated + run.counters.relocated;
+    stats.merged = r.merged;
+    stats.noise_s = r.noise_s;
+    stats.merge_threshold_s = r.threshold_s;
+    Ok(main)
 }
 
 /// The evidence and confidence of every switch-to-switch link of the final tree, and of the
@@ -644,6 +696,9 @@ fn disjoint_rounds(pairs: &[(usize, usize)]) -> Vec<Vec<(usize, usize)>> {
     }
     rounds
 }
+
+/// Rounds of more readings between far-apart parts when their graft does not fit.
+const GRAFT_RETRIES: usize = 2;
 
 /// Hosts per independently grown tree when host order is a locality hint.
 const GROUP: usize = 32;
