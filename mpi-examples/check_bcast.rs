@@ -593,6 +593,33 @@ fn mode_profile(world: &mpi::topology::SimpleCommunicator) {
     }
 }
 
+/// Two sites of 40 broadcasts of 1 KiB from rank 0: at site E the last rank sleeps 3 ms before
+/// every call (it arrives last, the others wait), at site F every call follows a barrier;
+/// `tests/profile.rs` checks that the profile tells load imbalance from transfer time.
+fn mode_imbalance(world: &mpi::topology::SimpleCommunicator) {
+    let n = world.size();
+    let me = world.rank();
+    let mut buf = vec![0u8; 1024];
+    for _ in 0..40 {
+        if me == n - 1 {
+            std::thread::sleep(std::time::Duration::from_millis(3));
+        }
+        world
+            .topo_bcast(&mut buf, 0)
+            .unwrap_or_else(|e| fail(format!("site E: {e}"))); // site E
+    }
+    for _ in 0..40 {
+        world.barrier();
+        world
+            .topo_bcast(&mut buf, 0)
+            .unwrap_or_else(|e| fail(format!("site F: {e}"))); // site F
+    }
+    world.barrier();
+    if me == 0 {
+        println!("CHECK OK imbalance calls made");
+    }
+}
+
 fn main() {
     let universe = mpi::initialize().unwrap_or_else(|| fail("MPI init failed".into()));
     let world = universe.world();
@@ -602,6 +629,7 @@ fn main() {
         Some("bad") => mode_bad(&world),
         Some("soak") => mode_soak(&world, args.get(1).and_then(|s| s.parse().ok()).unwrap_or(10_000)),
         Some("profile") => mode_profile(&world),
+        Some("imbalance") => mode_imbalance(&world),
         Some("large") => mode_large(&world, parse_size(args.get(1).map(String::as_str).unwrap_or("2GiB+5"))),
         _ => fail("usage: check_bcast match CASE... | bad | soak N | large BYTES".into()),
     }

@@ -6,26 +6,30 @@ mod common;
 use common::{assert_ok, example, mpirun};
 use treecast::profile::ProfileReport;
 
-#[test]
-fn profile_counts_calls_and_bytes_exactly() {
-    let dir = std::env::temp_dir().join(format!("treecast-profile-{}", std::process::id()));
+/// Run `check_bcast MODE` on `np` ranks with `TREECAST_PROFILE` set to a fresh file (plus
+/// `env`), and load the profile it wrote; returns the job's directory and the profile.
+fn profiled_job(
+    tag: &str,
+    np: u32,
+    mode: &str,
+    env: &[(&str, &str)],
+) -> (std::path::PathBuf, std::path::PathBuf, ProfileReport) {
+    let dir = std::env::temp_dir().join(format!("treecast-{tag}-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let path = dir.join("profile.json");
     let path_s = path.to_string_lossy().into_owned();
-    let np = 4;
-    let out = mpirun(
-        np,
-        &example("check_bcast"),
-        &["profile"],
-        &[
-            ("TREECAST_PROFILE", &path_s),
-            ("TREECAST_PROFILE_COMPARE", "4"),
-            ("TREECAST_TIMEOUT", "120"),
-        ],
-        600,
-    );
-    assert_ok(&out, 1, "profile job");
+    let mut all = vec![("TREECAST_PROFILE", path_s.as_str()), ("TREECAST_TIMEOUT", "120")];
+    all.extend_from_slice(env);
+    let out = mpirun(np, &example("check_bcast"), &[mode], &all, 600);
+    assert_ok(&out, 1, &format!("{mode} job"));
     let report = ProfileReport::load(&path).unwrap_or_else(|e| panic!("{e}"));
+    (dir, path, report)
+}
+
+#[test]
+fn profile_counts_calls_and_bytes_exactly() {
+    let np = 4;
+    let (dir, _, report) = profiled_job("profile", np, "profile", &[("TREECAST_PROFILE_COMPARE", "4")]);
     assert_eq!(report.world_size, np);
 
     let world = report
@@ -165,6 +169,51 @@ fn profile_counts_calls_and_bytes_exactly() {
         .collect();
     assert_eq!(dups.len(), 1);
     assert_eq!((dups[0].sites[0].calls, dups[0].sites[0].bytes), (3, 24));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn arrival_skew_is_told_from_transfer_time() {
+    // Site E: the last rank sleeps 3 ms before each of 40 calls; site F: a barrier before each.
+    // Every call is timed on every rank (TREECAST_PROFILE_TIMING=all), so both sites have 40
+    // aligned calls. Thresholds leave room for a busy 2-core machine (4 ranks share 2 cores).
+    let np = 4;
+    let (dir, path, report) = profiled_job("arrival", np, "imbalance", &[("TREECAST_PROFILE_TIMING", "all")]);
+    let path_s = path.to_string_lossy().into_owned();
+    let world = &report.communicators[0];
+    assert_eq!(world.sites.len(), 2, "{:#?}", world.sites);
+    let (e, f) = (&world.sites[0], &world.sites[1]);
+    assert!(e.site < f.site, "sites sorted by name: E's line comes first");
+    let ea = e.arrival.as_ref().expect("site E arrival");
+    let fa = f.arrival.as_ref().expect("site F arrival");
+    assert_eq!((ea.calls, fa.calls), (40, 40), "{ea:?} {fa:?}");
+    assert_eq!(ea.last_rank, np - 1, "{ea:?}");
+    assert!(ea.last_rank_share >= 0.5, "{ea:?}"); // chance: 0.25; 0.7-0.98 seen, tests in parallel
+    assert!(ea.skew_median_s >= 1.5e-3, "{ea:?}");
+    assert!(ea.verdict.starts_with("load imbalance"), "{ea:?}");
+    assert!(fa.skew_median_s < ea.skew_median_s / 3.0, "{fa:?} vs {ea:?}");
+    let slow = e.slowest_call.as_ref().expect("slowest call of E");
+    assert_eq!(slow.ranks.len(), np as usize);
+    assert!(
+        slow.ranks.iter().any(|r| r.enter_s >= 1.5e-3),
+        "the late rank shows: {slow:?}"
+    );
+    // The text report has the table and the verdict; the chart of the slowest call is drawn.
+    let text = std::process::Command::new(env!("CARGO_BIN_EXE_treecast"))
+        .args(["report", &path_s, "--svg"])
+        .arg(dir.join("svg"))
+        .output()
+        .unwrap();
+    assert!(text.status.success(), "{}", String::from_utf8_lossy(&text.stderr));
+    let t = String::from_utf8_lossy(&text.stdout);
+    assert!(t.contains("Arrival skew vs transfer"), "{t}");
+    assert!(t.contains("load imbalance before the call"), "{t}");
+    let slowest: Vec<_> = std::fs::read_dir(dir.join("svg"))
+        .unwrap()
+        .flatten()
+        .filter(|f| f.file_name().to_string_lossy().ends_with("slowest-gantt.svg"))
+        .collect();
+    assert_eq!(slowest.len(), 2, "one slowest-call timeline per site");
     let _ = std::fs::remove_dir_all(&dir);
 }
 

@@ -360,6 +360,22 @@ fn merge(st: &CommState, ranks: &[RankWire]) -> CommReport {
                 ranks: timings,
             })
         });
+        // Arrival skew and transfer over the calls every rank timed, and the slowest of them.
+        let aligned = super::arrival::align(
+            &entries
+                .iter()
+                .map(|(r, s)| super::arrival::RankCalls {
+                    rank: r.rank,
+                    offset_s: r.clock_offset_s,
+                    calls: &s.common,
+                })
+                .collect::<Vec<_>>(),
+        );
+        let arrival = super::arrival::analyse(&aligned);
+        let slowest_call = aligned
+            .iter()
+            .max_by(|a, b| a.span_s().total_cmp(&b.span_s()))
+            .map(|c| timeline(st, c));
         let size_classes: Vec<SizeClassReport> = classes
             .into_iter()
             .map(|(class, m)| class_report(st, class, m))
@@ -391,6 +407,8 @@ fn merge(st: &CommState, ranks: &[RankWire]) -> CommReport {
             size_classes,
             compare,
             sample_call: sample,
+            arrival,
+            slowest_call,
         });
     }
     let mut hosts = vec![String::new(); st.size as usize];
@@ -431,6 +449,37 @@ fn merge(st: &CommState, ranks: &[RankWire]) -> CommReport {
         sites: sites_out,
         clocks,
         routes,
+    }
+}
+
+/// One aligned call as a per-rank timeline relative to the root's entry, with the plan's
+/// predicted completions (as the sample call has them).
+fn timeline(st: &CommState, c: &super::arrival::AlignedCall) -> SampleCall {
+    let root_enter = c
+        .ranks
+        .iter()
+        .find(|r| r.0 == c.root)
+        .map_or_else(|| c.ranks.iter().map(|r| r.1).fold(f64::INFINITY, f64::min), |r| r.1);
+    let (algorithm, predicted) = if c.by_mpi {
+        ("MPI_Bcast".to_string(), None)
+    } else {
+        st.planner.predict_arrivals(c.root, c.bytes)
+    };
+    SampleCall {
+        seq: c.seq,
+        root: c.root,
+        bytes: c.bytes,
+        algorithm,
+        ranks: c
+            .ranks
+            .iter()
+            .map(|&(rank, enter, done)| RankTiming {
+                rank,
+                enter_s: enter - root_enter,
+                done_s: done - root_enter,
+                predicted_done_s: predicted.as_ref().and_then(|p| p.get(rank as usize).copied()),
+            })
+            .collect(),
     }
 }
 

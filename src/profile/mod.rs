@@ -15,6 +15,7 @@
 //! Whether profiling is on is agreed collectively when a communicator's state is created, so a
 //! variable missing on some ranks disables it instead of hanging a gather.
 
+pub mod arrival;
 pub mod clock;
 mod gather;
 pub mod hist;
@@ -122,6 +123,10 @@ pub struct SiteStats {
     /// `TREECAST_INTERCEPT=0`) rather than by treecast.
     #[serde(default)]
     pub mpi_bcast_calls: u64,
+    /// The latest calls every rank times (at most [`tally::COMMON_KEEP`], oldest first): their
+    /// entries and completions give arrival skew and transfer per call (see [`arrival`]).
+    #[serde(default)]
+    pub common: Vec<LastCall>,
 }
 
 impl SiteStats {
@@ -148,7 +153,17 @@ impl SiteStats {
         if other.last_common.map(|l| l.seq) > self.last_common.map(|l| l.seq) {
             self.last_common = other.last_common;
         }
+        self.common.extend_from_slice(&other.common);
+        keep_latest(&mut self.common);
     }
+}
+
+/// Sort calls by sequence number, drop repeats and keep the latest [`tally::COMMON_KEEP`].
+pub(crate) fn keep_latest(calls: &mut Vec<LastCall>) {
+    calls.sort_by_key(|c| c.seq);
+    calls.dedup_by_key(|c| c.seq);
+    let excess = calls.len().saturating_sub(tally::COMMON_KEEP);
+    calls.drain(..excess);
 }
 
 /// Profiling state of one communicator.

@@ -262,6 +262,31 @@ pub fn text(report: &ProfileReport) -> String {
                 );
             }
         }
+        let arrived: Vec<&SiteReport> = c.sites.iter().filter(|s| s.arrival.is_some()).collect();
+        if !arrived.is_empty() {
+            let _ = writeln!(
+                o,
+                "\nArrival skew vs transfer (medians over the calls every rank timed):"
+            );
+            let _ = writeln!(
+                o,
+                "  {:<40} {:>6} {:>10} {:>12} {:>15}",
+                "Call site", "Calls", "skew us", "transfer us", "last to arrive"
+            );
+            for s in arrived {
+                let a = s.arrival.as_ref().expect("filtered");
+                let _ = writeln!(
+                    o,
+                    "  {:<40} {:>6} {:>10} {:>12} {:>15}",
+                    shorten(&s.site, 40),
+                    a.calls,
+                    us(a.skew_median_s),
+                    us(a.transfer_median_s),
+                    format!("rank {} {:.0}%", a.last_rank, 100.0 * a.last_rank_share)
+                );
+                let _ = writeln!(o, "    {}", a.verdict);
+            }
+        }
         for s in &c.sites {
             if let Some(sc) = &s.sample_call {
                 let _ = writeln!(
@@ -621,6 +646,18 @@ pub fn write_svgs(report: &ProfileReport, dir: &std::path::Path) -> std::io::Res
             let p = dir.join(format!("{base}-histogram.svg"));
             std::fs::write(&p, histogram_svg(&format!("{} — {}", c.label, s.site), s))?;
             out.push(p);
+            if let Some(sc) = &s.slowest_call {
+                let p = dir.join(format!("{base}-slowest-gantt.svg"));
+                std::fs::write(
+                    &p,
+                    gantt_svg(
+                        &format!("{} — slowest call from {} (of those every rank timed)", c.label, s.site),
+                        sc,
+                        &c.hosts,
+                    ),
+                )?;
+                out.push(p);
+            }
             if let Some(sc) = &s.sample_call {
                 let p = dir.join(format!("{base}-gantt.svg"));
                 std::fs::write(
@@ -756,6 +793,15 @@ mod tests {
                             },
                         ],
                     }),
+                    arrival: Some(ArrivalReport {
+                        calls: 3,
+                        skew_median_s: 3e-3,
+                        transfer_median_s: 2e-5,
+                        last_rank: 1,
+                        last_rank_share: 2.0 / 3.0,
+                        verdict: "load imbalance before the call".into(),
+                    }),
+                    slowest_call: None,
                 }],
             }],
         }
@@ -810,6 +856,14 @@ mod tests {
         assert!(t.contains("0.500"), "compare ratio printed");
         assert!(t.contains("rank     1 b"), "{t}");
         assert!(t.contains("times over a sample of 4 of 10 rank-calls"), "{t}");
+        let arrival = t
+            .lines()
+            .skip_while(|l| !l.starts_with("Arrival skew"))
+            .nth(2)
+            .expect("arrival row");
+        let cols: Vec<&str> = arrival.split_whitespace().collect();
+        assert_eq!(cols[1..], ["3", "3000.00", "20.00", "rank", "1", "67%"], "{t}");
+        assert!(t.contains("    load imbalance before the call"), "{t}");
         // Two size classes: the site row has no single prediction; each class row compares its
         // own calls with the prediction for its own size.
         assert!(row.ends_with("per size class:"), "{row}");

@@ -192,6 +192,28 @@ pub struct SiteReport {
     pub size_classes: Vec<SizeClassReport>,
     pub compare: Option<Compare>,
     pub sample_call: Option<SampleCall>,
+    /// Arrival skew against transfer over the calls every rank timed (see `profile::arrival`).
+    #[serde(default)]
+    pub arrival: Option<ArrivalReport>,
+    /// The slowest of those calls (first entry to last completion), per rank.
+    #[serde(default)]
+    pub slowest_call: Option<SampleCall>,
+}
+
+/// Where a site's time goes: waiting for the last rank to arrive, or the broadcast itself.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ArrivalReport {
+    /// Calls every rank timed, which the figures are over.
+    pub calls: u64,
+    /// Median of the last rank's entry minus the first rank's entry (seconds).
+    pub skew_median_s: f64,
+    /// Median of the last completion minus the last entry (seconds).
+    pub transfer_median_s: f64,
+    /// The rank that entered last most often, and in which share of the calls.
+    pub last_rank: u32,
+    pub last_rank_share: f64,
+    /// One line: what would help.
+    pub verdict: String,
 }
 
 impl SiteReport {

@@ -24,6 +24,8 @@ use super::{CallSite, ClassStats, Histogram, LastCall, SiteMap};
 pub const TIMING_BUDGET: f64 = 0.0025;
 /// Largest sampling stride (a power of two): at least one call in this many is timed.
 pub const MAX_STRIDE: u64 = 64;
+/// Calls every rank timed that a cell keeps for the arrival analysis (the latest ones).
+pub const COMMON_KEEP: usize = 128;
 /// Bookkeeping of a timed call beyond its two clock reads (histogram, running mean), seconds.
 const TIMED_BOOKKEEPING_S: f64 = 15e-9;
 
@@ -98,6 +100,8 @@ struct Cell {
     last: Option<Last>,
     /// The latest timed call that every rank timed too.
     last_common: Option<Last>,
+    /// The latest calls every rank timed (at most [`COMMON_KEEP`]).
+    common: std::collections::VecDeque<Last>,
     compare_mpi: Histogram,
     compare_topo: Histogram,
 }
@@ -117,6 +121,7 @@ impl Cell {
             mean_s: 0.0,
             last: None,
             last_common: None,
+            common: std::collections::VecDeque::new(),
             compare_mpi: Histogram::default(),
             compare_topo: Histogram::default(),
         }
@@ -140,8 +145,9 @@ impl Cell {
         }
     }
 
-    /// Add a timed call's duration and adapt the stride to it.
-    fn timed(&mut self, seconds: f64, last: Last, timed_cost_s: f64) {
+    /// Add a timed call's duration and adapt the stride to it; `forced`: timed on every rank
+    /// whatever the sample (a compared call, or every call timed).
+    fn timed(&mut self, seconds: f64, last: Last, timed_cost_s: f64, forced: bool) {
         self.time.add(seconds);
         if seconds.is_finite() && seconds >= 0.0 {
             self.mean_s = if self.time.count() == 1 {
@@ -153,8 +159,15 @@ impl Cell {
             self.stride = (want.ceil().min(MAX_STRIDE as f64) as u64).max(1).next_power_of_two();
         }
         // A cell's first call is timed on every rank too (strides start at 1).
-        if common_sample(last.seq) || self.last.is_none() {
+        let everywhere = common_sample(last.seq) || self.last.is_none();
+        if everywhere {
             self.last_common = Some(last);
+        }
+        if everywhere || forced {
+            if self.common.len() == COMMON_KEEP {
+                self.common.pop_front();
+            }
+            self.common.push_back(last);
         }
         self.last = Some(last);
     }
@@ -168,6 +181,8 @@ pub struct Pending {
     root: u32,
     bytes: u64,
     by_mpi: bool,
+    /// Timed whatever the sample (on every rank).
+    forced: bool,
     start: Option<u64>,
 }
 
@@ -258,6 +273,7 @@ impl Tally {
                         root,
                         bytes,
                         by_mpi: false,
+                        forced: false,
                         start: None,
                     };
                 }
@@ -277,6 +293,7 @@ impl Tally {
             root,
             bytes,
             by_mpi: false,
+            forced: force,
             start: timed.then(|| Self::clock().now()),
         }
     }
@@ -308,6 +325,7 @@ impl Tally {
             seconds,
             last,
             (2.0 * clock.read_cost_s() + TIMED_BOOKKEEPING_S) * cpu_sharing(),
+            p.forced,
         );
         let mask = c.stride - 1;
         if let Some(h) = self.hot.as_mut().filter(|h| h.cell == p.cell) {
@@ -351,6 +369,8 @@ impl Tally {
             for &(r, n) in &c.roots {
                 *class.roots.entry(r).or_insert(0) += n;
             }
+            s.common.extend(c.common.iter().map(|l| l.resolve(clock())));
+            super::keep_latest(&mut s.common);
             for (mine, theirs) in [(&mut s.last, c.last), (&mut s.last_common, c.last_common)] {
                 if let Some(l) = theirs {
                     if mine.is_none_or(|m| m.seq < l.seq) {
@@ -393,7 +413,7 @@ mod tests {
                     by_mpi: false,
                     span: (start, start),
                 };
-                c.timed(d, last, 45e-9);
+                c.timed(d, last, 45e-9, false);
                 if seq % 2 == 0 {
                     timed_fast += 1;
                 } else {
