@@ -452,3 +452,16 @@ fn a_search_with_nothing_left_to_measure_does_not_fail_inference() {
     // under this much jitter it is often not exact, but close (mean fp + fn about 3%).
     assert!(e.shared_link_fp_rate + e.shared_link_fn_rate < 0.1, "{e:?}");
 }
+
+#[test]
+fn a_short_link_that_splits_a_grafted_leaf_is_weighed_in_the_joined_tree() {
+    // 8 clusters of one 8-host leaf switch each, 0.1-2.5 ms apart, 2 us normal jitter. With
+    // seeds 9 and 11 a 0.8 us link split one leaf 6 + 2: the part's own tree kept it, the
+    // joined tree's evidence (what the report weighs) does not support it.
+    let t = treecast::topology::gen::Clusters::spread(8, 64, 8, 0.05e-3, 1.25e-3)
+        .build()
+        .unwrap();
+    let noise = NoiseModel::jitter("normal:sd_us=2".parse().unwrap());
+    let e = metrics::evaluate(&t, &noise, &InferOptions::default(), 4, 9, 2000).unwrap();
+    assert_eq!(e.exact_partition_rate, 1.0, "{e:?}");
+}

@@ -395,7 +395,17 @@ fn batch(
             grafted = graft::join(n, &trees, &far, tol);
         }
         match grafted {
-            Ok(t) => {
+            Ok(mut t) => {
+                // Weigh the short links once more in the joined tree: a link that split a leaf
+                // switch of a part (8 hosts: 6 + 2) kept evidence 28 in the part's own tree and
+                // had 5.6 in the joined one, where the part's exit hangs from it; the final
+                // report weighs links there, so they are contracted by the same measure.
+                let merged = refine::contract_weighed(&mut t, &run.store, r.noise_s, refine::WEIGH_UPTO * r.noise_s);
+                if merged > 0 {
+                    log::debug!("graft: {merged} short link(s) the joined tree does not support contracted");
+                    refine::refit(&mut t, &run.store, r.noise_s, 300);
+                }
+                r.merged += merged;
                 let mut b = Builder::new(n, VecDeque::new());
                 b.tree = t;
                 b

@@ -322,7 +322,11 @@ fn merge_threshold(t: &WorkTree, noise: f64) -> f64 {
 
 /// Switch links shorter than this many noise scales (and longer than the merge threshold) are
 /// kept only on their evidence.
-const WEIGH_UPTO: f64 = 8.0;
+pub(crate) const WEIGH_UPTO: f64 = 8.0;
+
+/// Beyond [`super::EVIDENCE_MAX_HOSTS`] hosts, links are weighed only while at most this many
+/// pairs are measured (batch inference of 256 hosts measures about 650).
+const WEIGH_MAX_PAIRS: usize = 4_000;
 
 /// Contract the switch-to-switch links shorter than `below` that the measurements do not
 /// support (backward elimination by evidence, as all-pairs joining does); returns how many.
@@ -334,11 +338,12 @@ const WEIGH_UPTO: f64 = 8.0;
 /// the 4-cluster, 128-host family from 80% to 95% exact (20 seeds). It is no cure-all: a 0.8 us
 /// link that split a leaf switch of 8 hosts into 2 + 6 had evidence 28 and stayed. Trees of
 /// more than [`super::EVIDENCE_MAX_HOSTS`] hosts keep the gap rule alone.
-fn contract_weighed(t: &mut WorkTree, s: &Store, noise: f64, below: f64) -> u64 {
+pub(crate) fn contract_weighed(t: &mut WorkTree, s: &Store, noise: f64, below: f64) -> u64 {
     let weak = |t: &WorkTree, v: usize| t.len(v) < below;
-    // One least-squares refit per candidate and step: affordable for the trees whose every
-    // link is weighed anyway (see `weigh_decisions`), not for thousands of hosts.
-    if t.num_hosts_in() > super::EVIDENCE_MAX_HOSTS {
+    // One least-squares refit over the measured pairs per candidate and step: affordable for
+    // the pairs batch inference measures (a few percent of all), not for all-pairs at
+    // thousands of hosts.
+    if t.num_hosts_in() > super::EVIDENCE_MAX_HOSTS && s.pairs().count() > WEIGH_MAX_PAIRS {
         return 0;
     }
     if !t
