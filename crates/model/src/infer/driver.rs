@@ -19,7 +19,7 @@
 //! in a random order, every branch (host siblings included) is checked, and the next ten hosts
 //! run `find_close_host` concurrently with the current insertion.
 
-use super::locate::{locate, LocateParams, Step};
+use super::locate::{self, locate, LocateParams, Step};
 use super::refine::refit;
 use super::store::Store;
 use super::tree::{Branch, Point, WorkTree};
@@ -484,6 +484,44 @@ impl<'p> Run<'p> {
             }
             still.push(h);
         }
+        // Hosts of one switch ruling out branches at a switch share what they find (see
+        // `locate::excluded_by_mates`), so they should not measure the same branch: each takes
+        // another open one, and mates still waiting take one each too.
+        let mut taken: HashMap<(usize, usize), Vec<usize>> = HashMap::new();
+        let key = |h: usize, v: usize| {
+            let mates = locate::leaf_mates(&b.tree, &self.store, h, p);
+            (v, mates.into_iter().chain([h]).min().expect("h itself"))
+        };
+        for (h, want) in wants.iter_mut() {
+            let Want::Branch(br, reach) = *want else { continue };
+            let taken = taken.entry(key(*h, br.at)).or_default();
+            if taken.contains(&br.via) {
+                let open = locate::open_branches(&b.tree, &self.store, *h, br.at, reach, p);
+                if let Some(&w) = open.iter().find(|w| !taken.contains(w)) {
+                    *want = Want::Branch(Branch { at: br.at, via: w }, reach);
+                }
+            }
+            if let Want::Branch(br, _) = *want {
+                taken.push(br.via);
+            }
+        }
+        let mut helping = Vec::new();
+        for &m in &deferred {
+            let lead = wants.iter().find_map(|&(h, w)| match w {
+                Want::Branch(br, reach) if locate::leaf_mates(&b.tree, &self.store, h, p).contains(&m) => {
+                    Some((h, br, reach))
+                }
+                _ => None,
+            });
+            let Some((h, br, reach)) = lead else { continue };
+            let taken = taken.entry(key(h, br.at)).or_default();
+            let open = locate::open_branches(&b.tree, &self.store, h, br.at, reach, p);
+            if let Some(&w) = open.iter().find(|w| !taken.contains(w)) {
+                taken.push(w);
+                helping.push((m, Want::Branch(Branch { at: br.at, via: w }, reach)));
+            }
+        }
+        wants.extend(helping);
         b.active = still;
         for h in deferred.into_iter().rev() {
             b.pending.push_front(h);

@@ -206,6 +206,7 @@ pub(crate) fn locate(t: &WorkTree, s: &Store, h: usize, p: &LocateParams) -> Ste
                 })
                 .collect();
             explored.extend(exhausted);
+            explored.extend(excluded_by_mates(t, s, h, v, leaf, p));
             // Where H's leaf at v is a plain access link, H cannot be deeper in any branch (a
             // branch adds at least part of a link). Otherwise every switch branch may hold it,
             // and a host leaf only if that leaf is long too (a shared hidden switch lengthens
@@ -217,6 +218,76 @@ pub(crate) fn locate(t: &WorkTree, s: &Store, h: usize, p: &LocateParams) -> Ste
             next_branch(t, v, &explored, &host_ok, leaf).unwrap_or(Step::Place { at, leaf })
         }
     }
+}
+
+/// Hosts that share `h`'s switch, not in the tree yet: measured from `h` at two plain access
+/// links (their common switch is all that separates them). Empty while the access length is
+/// unknown or the search is exhaustive.
+pub(crate) fn leaf_mates(t: &WorkTree, s: &Store, h: usize, p: &LocateParams) -> Vec<usize> {
+    let Some(a0) = p.access.filter(|_| !p.exhaustive) else {
+        return Vec::new();
+    };
+    s.partners(h)
+        .iter()
+        .copied()
+        .filter(|&m| t.vertex_of(m).is_none() && !s.is_bad(h, m))
+        .filter(|&m| s.get(h, m).is_some_and(|o| (o.d - 2.0 * a0).abs() <= p.flag_delta))
+        .collect()
+}
+
+/// Branches at `v` that `h`'s leaf-mates (see [`leaf_mates`]) measured and found `h`'s
+/// switch outside of: a mate `m` reached host `y` the long way round, through `v`
+/// (`d(m, y) >= leaf + d(v, y)` within the tolerance, `leaf` being `h`'s length from `v`,
+/// which a mate shares up to the difference of two access links).
+///
+/// Why: at a switch with many branches (a star of 16 leaf switches) a host whose switch is
+/// new must rule out every branch, one measurement per round: 12 rounds and more, while its
+/// mates, whose search would end beside it, waited. Each mate measuring another branch rules
+/// them out several per round.
+fn excluded_by_mates(t: &WorkTree, s: &Store, h: usize, v: usize, leaf: f64, p: &LocateParams) -> Vec<usize> {
+    let Some(a0) = p.access else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for m in leaf_mates(t, s, h, p) {
+        // The snapping tolerance, plus how far this pair's distance is from two access links
+        // (the mate's own length from `v` differs from `h`'s by up to that). Wider margins
+        // (two long-leaf margins) ruled out the right branch where leaf switches hang 2.5 us
+        // below `v`: a mate there reads 5 us short of the long way round.
+        let tol = p.tol_floor + (s.get(h, m).map_or(0.0, |o| o.d) - 2.0 * a0).abs();
+        for &y in s.partners(m) {
+            let Some(vy) = t.vertex_of(y).filter(|&vy| vy != v && !s.is_bad(m, y)) else {
+                continue;
+            };
+            let d = s.get(m, y).expect("a partner is measured").d;
+            if d >= leaf + t.dist(v, vy) - tol {
+                out.push(t.toward(v, vy));
+            }
+        }
+    }
+    out
+}
+
+/// The switch branches at `v` still open for `h`'s search (most hosts first), given what `h`
+/// and its leaf-mates measured: where mates of a searching host can look meanwhile.
+pub(crate) fn open_branches(t: &WorkTree, s: &Store, h: usize, v: usize, leaf: f64, p: &LocateParams) -> Vec<usize> {
+    let mut explored: Vec<usize> = s
+        .partners(h)
+        .iter()
+        .filter(|&&b| !s.is_bad(h, b))
+        .filter_map(|&b| t.vertex_of(b))
+        .filter(|&vb| vb != v)
+        .map(|vb| t.toward(v, vb))
+        .collect();
+    explored.extend(excluded_by_mates(t, s, h, v, leaf, p));
+    let mut open: Vec<(usize, usize)> = t
+        .neighbors(v)
+        .into_iter()
+        .filter(|w| !explored.contains(w) && t.host_of(*w).is_none())
+        .map(|w| (t.branch_host_count(Branch { at: v, via: w }), w))
+        .collect();
+    open.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
+    open.into_iter().map(|(_, w)| w).collect()
 }
 
 /// Measurements a noisy host is placed from.
@@ -485,5 +556,37 @@ mod tests {
         s.mark_bad(5, 0);
         // Without it, one usable measurement remains: ask for another host.
         assert!(matches!(locate(&t, &s, 5, &p), Step::Branch(b, _) if b.at == t.vertex_of(2).unwrap()));
+    }
+
+    #[test]
+    fn a_leaf_mate_rules_out_a_branch_it_reached_the_long_way_round() {
+        // Hosts 4 and 5 share a switch Z hanging 2 below X (access links 1): d(4, 5) = 2. At X,
+        // host 4's leaf is 3. Mate 5 read host 2 (behind Y, 5 from X) at 8 = 3 + 5: Y's branch
+        // is out for 4 too; at 4 (Z inside Y's branch) it would not be.
+        let t = tree();
+        let x = t.host_parent(0).unwrap();
+        let towards_y = t.toward(x, t.vertex_of(2).unwrap());
+        let p = LocateParams {
+            access: Some(1.0),
+            tol_floor: 0.1,
+            flag_delta: 0.1,
+            ..params()
+        };
+        for (d52, out) in [(8.0, true), (4.0, false)] {
+            let mut s = Store::new(8);
+            meas(&mut s, 4, 5, 2.0);
+            meas(&mut s, 5, 2, d52);
+            assert_eq!(leaf_mates(&t, &s, 4, &p), vec![5]);
+            assert_eq!(
+                excluded_by_mates(&t, &s, 4, x, 3.0, &p).contains(&towards_y),
+                out,
+                "d(5, 2) = {d52}"
+            );
+            assert_eq!(!open_branches(&t, &s, 4, x, 3.0, &p).contains(&towards_y), out);
+        }
+        // Not a mate: 6 is two access links and a switch link away.
+        let mut s = Store::new(8);
+        meas(&mut s, 4, 6, 4.0);
+        assert!(leaf_mates(&t, &s, 4, &p).is_empty());
     }
 }
