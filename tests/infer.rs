@@ -16,6 +16,17 @@ fn run(t: &Topology, noise: NoiseModel, seed: u64, opts: InferOptions) -> treeca
     infer(&mut p, &InferOptions { seed, ..opts }).unwrap()
 }
 
+/// [`run`] with the default options, asserting the leaf switches come out right.
+fn run_exact(t: &Topology, noise: NoiseModel, seed: u64) -> treecast::infer::Inferred {
+    let r = run(t, noise, seed, InferOptions::default());
+    assert_eq!(
+        metrics::leaf_partition(&r.topology).unwrap(),
+        metrics::leaf_partition(t).unwrap(),
+        "seed {seed}"
+    );
+    r
+}
+
 #[test]
 fn every_example_is_recovered_exactly_without_noise() {
     for (name, t) in examples() {
@@ -150,12 +161,7 @@ fn stalled_measurements_are_remeasured() {
     // stall lands: within one set of three it leaves the minimum alone.)
     let mut stalled = 0;
     for seed in 1..=3 {
-        let r = run(&t, noise.clone(), seed, InferOptions::default());
-        assert_eq!(
-            metrics::leaf_partition(&r.topology).unwrap(),
-            metrics::leaf_partition(&t).unwrap(),
-            "seed {seed}"
-        );
+        let r = run_exact(&t, noise.clone(), seed);
         stalled += r
             .measurements
             .iter()
@@ -453,14 +459,19 @@ fn a_search_with_nothing_left_to_measure_does_not_fail_inference() {
     assert!(e.shared_link_fp_rate + e.shared_link_fn_rate < 0.1, "{e:?}");
 }
 
+/// 8 clusters of one 8-host leaf switch each, 0.1-2.5 ms apart (far-apart parts).
+fn eight_one_switch_clusters() -> Topology {
+    treecast::topology::gen::Clusters::spread(8, 64, 8, 0.05e-3, 1.25e-3)
+        .build()
+        .unwrap()
+}
+
 #[test]
 fn a_short_link_that_splits_a_grafted_leaf_is_weighed_in_the_joined_tree() {
     // 8 clusters of one 8-host leaf switch each, 0.1-2.5 ms apart, 2 us normal jitter. With
     // seeds 9 and 11 a 0.8 us link split one leaf 6 + 2: the part's own tree kept it, the
     // joined tree's evidence (what the report weighs) does not support it.
-    let t = treecast::topology::gen::Clusters::spread(8, 64, 8, 0.05e-3, 1.25e-3)
-        .build()
-        .unwrap();
+    let t = eight_one_switch_clusters();
     let noise = NoiseModel::jitter("normal:sd_us=2".parse().unwrap());
     let e = metrics::evaluate(&t, &noise, &InferOptions::default(), 4, 9, 2000).unwrap();
     assert_eq!(e.exact_partition_rate, 1.0, "{e:?}");
@@ -478,4 +489,21 @@ fn leaf_mates_share_the_search_of_a_wide_switch() {
     let e = metrics::evaluate(&t, &noise, &InferOptions::default(), 3, 1, 2000).unwrap();
     assert_eq!(e.exact_partition_rate, 1.0, "{e:?}");
     assert!(e.rounds < 30.0, "{} rounds on average", e.rounds);
+}
+
+#[test]
+fn links_between_far_apart_parts_are_not_scored_as_uncertain() {
+    // 8 clusters of one leaf switch each: every switch-to-switch link joins far-apart parts,
+    // placed by the graft from one-sample readings, and no finely measured pair crosses it.
+    // They were scored "uncertain, evidence 0" (tree confidence 0.119) on every grafted tree.
+    let t = eight_one_switch_clusters();
+    let noise = NoiseModel::jitter("lomax:scale_us=2,alpha=1.5".parse().unwrap());
+    for seed in 1..=3 {
+        let r = run_exact(&t, noise.clone(), seed);
+        assert!(
+            r.stats.confidence.is_none_or(|c| c >= 0.95),
+            "seed {seed}: {:?}",
+            r.stats.confidence
+        );
+    }
 }

@@ -155,7 +155,8 @@ pub struct InferStats {
     /// contracted for lack of evidence (all-pairs inference), least confident first.
     pub decisions: Vec<LinkDecision>,
     /// The tree's confidence: that of its least certain decision (`None` when no decision was
-    /// weighed: one or two hosts, or more than [`EVIDENCE_MAX_HOSTS`]).
+    /// weighed: one or two hosts, more than [`EVIDENCE_MAX_HOSTS`], or no switch-to-switch
+    /// link that a measured pair crosses, as between far-apart parts joined by the graft).
     pub confidence: Option<f64>,
     /// The far threshold used (round trip, seconds): given, or found in the data; `None` when
     /// no far-apart parts were looked for or the data showed no gap.
@@ -453,8 +454,26 @@ fn weigh_decisions(
     let evidence = joining::weighted_evidence(&mut fitted, &obs, stats.noise_s);
     let median = joining::median_distance(obs.iter().map(|o| o.2));
     let hosts = |ids: &[usize]| ids.iter().map(|&h| names[h].clone()).collect::<Vec<String>>();
+    // A link no measured pair crosses has no evidence either way: between far-apart parts the
+    // graft placed it from one-sample readings (and checked that they agree), so it is not a
+    // decision of this weighing; scored, it read "uncertain, evidence 0" on every grafted tree.
+    let crossed = |v: usize| {
+        let below: std::collections::HashSet<usize> = joining::hosts_below(tree, v).into_iter().collect();
+        obs.iter().any(|o| below.contains(&o.0) != below.contains(&o.1))
+    };
     let mut decisions: Vec<LinkDecision> = evidence
         .iter()
+        .filter(|&&(v, _)| {
+            let weighed = crossed(v);
+            if !weighed {
+                log::debug!(
+                    "treecast: the {:.2} us link above {} hosts joins far-apart parts (grafted, not weighed)",
+                    tree.len(v) * 1e6,
+                    joining::hosts_below(tree, v).len()
+                );
+            }
+            weighed
+        })
         .map(|&(v, e)| {
             let c = joining::confidence(e, joining::keep_threshold(tree.len(v), median), true);
             by_vertex.insert(v, (c * 1e4).round() / 1e4);
