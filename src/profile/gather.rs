@@ -325,40 +325,22 @@ fn merge(st: &CommState, ranks: &[RankWire]) -> CommReport {
                         .map(|l| (*r, l))
                 })
                 .collect();
-            let root = parts.first()?.1.root;
-            let root_enter = parts
+            let first = parts.first()?.1;
+            let mut ranks: Vec<(u32, f64, f64)> = parts
                 .iter()
-                .find(|(r, _)| r.rank == root)
-                .map(|(r, l)| l.enter_s + r.clock_offset_s)
-                .unwrap_or_else(|| {
-                    parts
-                        .iter()
-                        .map(|(r, l)| l.enter_s + r.clock_offset_s)
-                        .fold(f64::INFINITY, f64::min)
-                });
-            let bytes = parts.first()?.1.bytes;
-            let (algorithm, predicted) = if parts.iter().any(|(_, l)| l.by_mpi) {
-                ("MPI_Bcast".to_string(), None)
-            } else {
-                st.planner.predict_arrivals(root, bytes)
-            };
-            let mut timings: Vec<RankTiming> = parts
-                .iter()
-                .map(|(r, l)| RankTiming {
-                    rank: r.rank,
-                    enter_s: l.enter_s + r.clock_offset_s - root_enter,
-                    done_s: l.done_s + r.clock_offset_s - root_enter,
-                    predicted_done_s: predicted.as_ref().and_then(|p| p.get(r.rank as usize).copied()),
-                })
+                .map(|(r, l)| (r.rank, l.enter_s + r.clock_offset_s, l.done_s + r.clock_offset_s))
                 .collect();
-            timings.sort_by_key(|t| t.rank);
-            Some(SampleCall {
-                seq,
-                root,
-                bytes,
-                algorithm,
-                ranks: timings,
-            })
+            ranks.sort_by_key(|p| p.0);
+            Some(timeline(
+                st,
+                &super::arrival::AlignedCall {
+                    seq,
+                    root: first.root,
+                    bytes: first.bytes,
+                    by_mpi: parts.iter().any(|(_, l)| l.by_mpi),
+                    ranks,
+                },
+            ))
         });
         // Arrival skew and transfer over the calls every rank timed, and the slowest of them.
         let aligned = super::arrival::align(
@@ -453,7 +435,7 @@ fn merge(st: &CommState, ranks: &[RankWire]) -> CommReport {
 }
 
 /// One aligned call as a per-rank timeline relative to the root's entry, with the plan's
-/// predicted completions (as the sample call has them).
+/// predicted completions: the sample call and the slowest call alike.
 fn timeline(st: &CommState, c: &super::arrival::AlignedCall) -> SampleCall {
     let root_enter = c
         .ranks

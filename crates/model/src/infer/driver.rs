@@ -488,10 +488,14 @@ impl<'p> Run<'p> {
         // `locate::excluded_by_mates`), so they should not measure the same branch: each takes
         // another open one, and mates still waiting take one each too.
         let mut taken: HashMap<(usize, usize), Vec<usize>> = HashMap::new();
-        let key = |h: usize, v: usize| {
-            let mates = locate::leaf_mates(&b.tree, &self.store, h, p);
-            (v, mates.into_iter().chain([h]).min().expect("h itself"))
-        };
+        // Each branching host's mates, once per round (every want and waiting host asks).
+        let mut mates: HashMap<usize, Vec<usize>> = HashMap::new();
+        for &(h, w) in &wants {
+            if matches!(w, Want::Branch(..)) {
+                mates.insert(h, locate::leaf_mates(&b.tree, &self.store, h, p));
+            }
+        }
+        let key = |h: usize, v: usize| (v, mates[&h].iter().copied().chain([h]).min().expect("h itself"));
         for (h, want) in wants.iter_mut() {
             let Want::Branch(br, reach) = *want else { continue };
             let taken = taken.entry(key(*h, br.at)).or_default();
@@ -508,9 +512,7 @@ impl<'p> Run<'p> {
         let mut helping = Vec::new();
         for &m in &deferred {
             let lead = wants.iter().find_map(|&(h, w)| match w {
-                Want::Branch(br, reach) if locate::leaf_mates(&b.tree, &self.store, h, p).contains(&m) => {
-                    Some((h, br, reach))
-                }
+                Want::Branch(br, reach) if mates[&h].contains(&m) => Some((h, br, reach)),
                 _ => None,
             });
             let Some((h, br, reach)) = lead else { continue };
