@@ -13,7 +13,14 @@ fn libtreecast() -> PathBuf {
     p
 }
 
+/// Built once per test process: the tests run side by side, and rebuilding the program while
+/// another test launches it replaces the file under mpirun.
 fn build_c_example() -> PathBuf {
+    static BUILT: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    BUILT.get_or_init(compile_c_example).clone()
+}
+
+fn compile_c_example() -> PathBuf {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
     let out = target_dir().join("c_bcast_test");
     let lib = libtreecast();

@@ -13,13 +13,21 @@ mod common;
 use common::{assert_ok, mpirun, target_dir};
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::OnceLock;
 
 fn root_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
-/// Build the program: against the C ABI (`topo_bcast`) or as a plain MPI program.
+/// The program against the C ABI (`topo_bcast`) or as a plain MPI program, built once per
+/// test process. Every `run` rebuilt it, so one test could be executing the binary while a test
+/// running beside it replaced it ("mpirun was unable to launch ... could not access").
 fn build(topo: bool) -> PathBuf {
+    static BUILT: [OnceLock<PathBuf>; 2] = [OnceLock::new(), OnceLock::new()];
+    BUILT[topo as usize].get_or_init(|| compile(topo)).clone()
+}
+
+fn compile(topo: bool) -> PathBuf {
     let root = root_dir();
     let dir = target_dir();
     let out = dir.join(if topo { "conformance_topo" } else { "conformance_mpi" });

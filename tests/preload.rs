@@ -84,9 +84,14 @@ fn newest_file(path: &Path) -> Option<(std::time::SystemTime, PathBuf)> {
 }
 
 /// Build `mpi-examples/<src>` with `compiler` into target/<profile>/preload-tests/<out> (once).
+/// Built once per test process and name: rebuilding a program that a test running beside this
+/// one is launching replaces the file under it (mpirun then cannot find or execute it).
 fn program(compiler: &str, src: &str, out: &str, flags: &[&str]) -> PathBuf {
-    static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
-    let _g = LOCK.lock().unwrap_or_else(|p| p.into_inner());
+    static BUILT: std::sync::Mutex<Vec<(String, PathBuf)>> = std::sync::Mutex::new(Vec::new());
+    let mut built = BUILT.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some((_, exe)) = built.iter().find(|(name, _)| name == out) {
+        return exe.clone();
+    }
     let dir = target_dir().join("preload-tests");
     std::fs::create_dir_all(&dir).unwrap();
     let exe = dir.join(out);
@@ -103,6 +108,7 @@ fn program(compiler: &str, src: &str, out: &str, flags: &[&str]) -> PathBuf {
         "{compiler} {src} failed:\n{}",
         String::from_utf8_lossy(&o.stderr)
     );
+    built.push((out.to_string(), exe.clone()));
     exe
 }
 
