@@ -94,6 +94,15 @@ fn correct_broadcasts_through_the_c_abi_and_the_interposer() {
                 &format!("interposer, route {route}"),
             );
         }
+        // On one host the interposer passes automatic-route calls straight to the library;
+        // each rank a host of its own makes it serve them (trials, the fast path).
+        run(
+            np,
+            false,
+            "correct",
+            &[("TREECAST_ROUTE", "auto"), ("TREECAST_VIRTUAL_HOSTS", "1")],
+            "interposer, route auto, a host per rank",
+        );
     }
 }
 

@@ -128,6 +128,10 @@ fn c_program() -> PathBuf {
 /// A bounded stall turns a hang into a failure with a message.
 const TIMEOUT: (&str, &str) = ("TREECAST_TIMEOUT", "120");
 
+/// Each rank a host of its own: a network, so the interposer serves `MPI_Bcast` (on one host,
+/// with nothing forced and profiling off, it passes calls straight to the MPI library).
+const SERVED: (&str, &str) = ("TREECAST_VIRTUAL_HOSTS", "1");
+
 fn stdout(o: &Output) -> String {
     String::from_utf8_lossy(&o.stdout).into_owned()
 }
@@ -327,8 +331,27 @@ fn c_program_same_output_with_serving_off_and_still_profiled() {
 
 #[test]
 fn c_program_same_output_when_served_without_profiling() {
-    // The plain serving path (no profile, no logging): data and checksums only.
-    same_with_preload(2, &c_program(), &[], &[]);
+    // The plain serving path (no profile): data and checksums, and which way calls went.
+    let lines = |out: &Output, what: &str| stderr(out).matches(what).count();
+    // One host, nothing forced: every MPI_Bcast goes straight to the library.
+    let out = same_with_preload(2, &c_program(), &[], &[("TREECAST_LOG", "info")]);
+    assert_eq!(
+        lines(&out, "passed to the MPI library (one host)"),
+        2,
+        "{}",
+        stderr(&out)
+    );
+    // Each rank a host of its own (a network), or treecast's route forced: served, the
+    // repeated calls of the library route on the fast path.
+    for env in [SERVED, ("TREECAST_ROUTE", "plan")] {
+        let out = same_with_preload(2, &c_program(), &[], &[env, ("TREECAST_LOG", "info")]);
+        assert_eq!(
+            lines(&out, "MPI_Bcast served by treecast"),
+            2,
+            "{env:?}: {}",
+            stderr(&out)
+        );
+    }
 }
 
 #[test]
@@ -399,7 +422,7 @@ fn fortran_mpi_f08_program_same_output_and_profile() {
 
 #[test]
 fn inter_communicators_are_left_to_mpi() {
-    let out = same_with_preload(4, &c_program(), &["inter"], &[("TREECAST_LOG", "debug")]);
+    let out = same_with_preload(4, &c_program(), &["inter"], &[("TREECAST_LOG", "debug"), SERVED]);
     // Two broadcasts on every rank, each left to PMPI_Bcast.
     let fallbacks = stderr(&out)
         .matches("MPI_Bcast left to the MPI library: inter-communicator")
@@ -411,8 +434,10 @@ fn inter_communicators_are_left_to_mpi() {
 fn errors_reach_the_communicator_error_handler_as_with_mpi() {
     // Negative count, null datatype, root out of range, MPI_IN_PLACE: the same error class
     // returned and passed once to the communicator's (returning) error handler, then a good
-    // broadcast on the same communicator; identical output proves identical classes.
-    same_with_preload(4, &c_program(), &["errors"], &[]);
+    // broadcast on the same communicator; identical output proves identical classes. Each rank
+    // a host of its own, so that the interposer serves the calls (on one host it passes them
+    // straight to the library).
+    same_with_preload(4, &c_program(), &["errors"], &[SERVED]);
 }
 
 #[test]
@@ -422,7 +447,13 @@ fn errors_are_fatal_by_default_as_with_mpi() {
     let exe = c_program();
     let plain = mpirun(2, &exe, &["fatal"], &[], 300);
     let lib = preload_lib().display().to_string();
-    let pre = mpirun(2, &exe, &["fatal"], &[("LD_PRELOAD", lib.as_str()), TIMEOUT], 300);
+    let pre = mpirun(
+        2,
+        &exe,
+        &["fatal"],
+        &[("LD_PRELOAD", lib.as_str()), TIMEOUT, SERVED],
+        300,
+    );
     for (o, how) in [(&plain, "plain"), (&pre, "preloaded")] {
         assert!(!o.status.success(), "{how} run did not abort:\n{}", stdout(o));
         assert!(

@@ -15,7 +15,7 @@ unsafe extern "C" fn c_bcast_from(
     comm: MPI_Comm,
     return_address: usize,
 ) -> c_int {
-    serve::bcast(buffer, count, datatype, root, comm, serve::site(return_address))
+    serve::bcast_entry(buffer, count, datatype, root, comm, return_address)
 }
 
 c_bcast_entry!(c_bcast_from => MPI_Bcast);

@@ -71,6 +71,21 @@ impl Mode {
     }
 }
 
+/// Serving and not profiling, the mode known and MPI not finalized: the fast path's question
+/// in one load and one compare.
+#[inline(always)]
+pub fn serving_unprofiled() -> bool {
+    MODE.load(Ordering::Acquire) & (KNOWN | SERVE | PROFILE | FINALIZED) == KNOWN | SERVE
+}
+
+/// The mode once it is known (agreed at start-up, or settled by a first call), else `None`:
+/// loads only, for an entry point that must not call anything before its tail call.
+#[inline(always)]
+pub fn known() -> Option<Mode> {
+    let bits = MODE.load(Ordering::Acquire);
+    (bits & KNOWN != 0).then(|| Mode::from_bits(bits))
+}
+
 /// The mode for an `MPI_Bcast` now.
 #[inline]
 pub fn current() -> Mode {
@@ -171,11 +186,16 @@ unsafe fn agree() -> Mode {
     if cfg.intercept && !mode.serve {
         log::warn!("treecast preload: TREECAST_INTERCEPT=0 on some ranks, so no rank serves MPI_Bcast");
     }
+    let mut passed_through = false;
     if mode.serve || mode.profile {
         let world = ffi::RSMPI_COMM_WORLD;
+        let mut library_only = false;
         let ok = treecast::capi::guard(|| {
             state::check_comm(world)?;
-            state::get_or_create(world).map(|_| ())
+            let slot = state::get_or_create(world)?;
+            let st = slot.lock().unwrap_or_else(|p| p.into_inner());
+            library_only = library_everywhere(cfg, st.planner.has_network());
+            Ok(())
         }) == ffi::MPI_SUCCESS as c_int;
         if !ok {
             log::error!(
@@ -183,9 +203,19 @@ unsafe fn agree() -> Mode {
                 crate::serve::last_error()
             );
         }
-        // No rank may serve unless all could set up.
-        match all_min([ok as c_int]) {
-            Some([1]) => {}
+        // No rank may serve unless all could set up; none passes calls straight through
+        // unless all would.
+        match all_min([ok as c_int, library_only as c_int]) {
+            Some([1, 1]) if mode.serve && !mode.profile => {
+                mode.serve = false;
+                passed_through = true;
+                log::info!(
+                    "treecast preload: the job runs on one host and no route or algorithm is forced: every \
+                     MPI_Bcast goes straight to the MPI library, whose broadcast treecast would choose here \
+                     anyway (TREECAST_ROUTE=plan serves them with treecast's plans)"
+                );
+            }
+            Some([1, _]) => {}
             _ => mode = off,
         }
     }
@@ -195,6 +225,8 @@ unsafe fn agree() -> Mode {
         "treecast preload: MPI_Bcast {}, profiling {}, MPI thread level {}",
         if mode.serve {
             "served by treecast"
+        } else if passed_through {
+            "passed to the MPI library (one host)"
         } else {
             "left to MPI (TREECAST_INTERCEPT=0)"
         },
@@ -202,6 +234,21 @@ unsafe fn agree() -> Mode {
         thread_level_name(provided)
     );
     mode
+}
+
+/// Whether every broadcast of the job would take the MPI library's route, so the interposer
+/// can pass `MPI_Bcast` straight to `PMPI_Bcast` with the caller's own arguments: no network
+/// topology for the world (one host, and so for every communicator, all subsets of it), the
+/// automatic route, no forced algorithm (see `treecast::runtime::route::initial`). Profiling
+/// is decided apart (a profiled call is always recorded by treecast).
+///
+/// Why: on one host a broadcast of a few bytes takes 80-100 ns, and even the served fast path
+/// (look the call up, call `PMPI_Bcast` on the private duplicate) cost 3-4 ns of it, 3-5%.
+/// Passing the call through costs what one more function call does. The library's broadcast
+/// is what the served call would run, with MPI's own error behaviour either way.
+fn library_everywhere(cfg: &treecast::runtime::Config, network: bool) -> bool {
+    use treecast::runtime::route::RoutePolicy;
+    !network && cfg.algorithm.is_none() && cfg.route == RoutePolicy::Auto
 }
 
 fn thread_level_name(level: c_int) -> &'static str {

@@ -10,6 +10,7 @@ use crate::plan::size_class;
 use crate::profile::{self, CallSite};
 use mpi::ffi::{MPI_Comm, MPI_Datatype};
 use std::ffi::c_void;
+use std::os::raw::c_int;
 
 /// Broadcast `count` elements of `datatype` at `buf` from `root` over `comm`.
 ///
@@ -218,9 +219,11 @@ unsafe fn library_bcast(comm: MPI_Comm, buf: *mut c_void, count: u64, datatype: 
     }
 }
 
+/// The error of a library broadcast that returned `rc` (not `MPI_SUCCESS`). Public for front
+/// ends that issue the fast path's `PMPI_Bcast` themselves ([`fast_library_comm`]).
 #[cold]
 #[inline(never)]
-fn library_failed(rc: std::os::raw::c_int) -> Result<()> {
+pub fn library_failed(rc: std::os::raw::c_int) -> Result<()> {
     crate::exec::raw::check(rc, "MPI_Bcast")
 }
 
@@ -230,7 +233,7 @@ fn library_failed(rc: std::os::raw::c_int) -> Result<()> {
 /// bytes cannot afford next to the library's 0.1-0.3 us.
 ///
 /// Safe to trust only while nothing it remembers can have changed: the communicator's state
-/// still exists (any state's deletion bumps [`state::EPOCH`]), the datatype is a predefined one
+/// still exists (any state's deletion bumps [`state::EPOCH`] and forgets the entry), the datatype is a predefined one
 /// (never freed, so its handle cannot be reused for another layout), and the buffer is not NULL.
 ///
 /// On a profiled communicator the entry also remembers the state and the message size: a
@@ -246,7 +249,7 @@ fn library_failed(rc: std::os::raw::c_int) -> Result<()> {
 /// the entry's meaning does not depend on the thread.
 mod fast {
     use super::*;
-    use std::sync::atomic::{fence, AtomicI64, AtomicU64, AtomicUsize, Ordering};
+    use std::sync::atomic::{fence, AtomicU64, AtomicUsize, Ordering};
 
     /// Bits of an MPI handle (a pointer or an integer, whatever the implementation).
     #[inline(always)]
@@ -273,12 +276,12 @@ mod fast {
     struct Entry {
         /// Even: stable; odd: being written.
         version: AtomicU64,
+        /// The user's communicator; 0 when the entry is empty or was forgotten.
         comm: AtomicU64,
         datatype: AtomicU64,
-        count: AtomicI64,
-        root: AtomicI64,
+        /// Count and root in one word ([`key`]).
+        key: AtomicU64,
         dup: AtomicU64,
-        epoch: AtomicU64,
         /// The profiled communicator's state (`&'static Slot` as an address), 0 when the
         /// communicator is not profiled.
         slot: AtomicUsize,
@@ -292,13 +295,106 @@ mod fast {
         version: AtomicU64::new(0),
         comm: AtomicU64::new(0),
         datatype: AtomicU64::new(0),
-        count: AtomicI64::new(0),
-        root: AtomicI64::new(0),
+        key: AtomicU64::new(0),
         dup: AtomicU64::new(0),
-        epoch: AtomicU64::new(0),
         slot: AtomicUsize::new(0),
         bytes: AtomicU64::new(0),
     };
+
+    /// Count and root as one word, compared at once. Remembered counts and roots are at most
+    /// `i32::MAX`; a negative one (the bits of a C `int` above it) never matches one.
+    #[inline(always)]
+    fn key(count: c_int, root: c_int) -> u64 {
+        (count as u32 as u64) | ((root as u32 as u64) << 32)
+    }
+
+    /// A call that repeats the remembered one.
+    pub struct Hit {
+        /// The communicator's private duplicate, on which the library broadcasts.
+        pub dup: MPI_Comm,
+        /// The profiled communicator's state (an address), 0 when not profiled.
+        slot: usize,
+        /// The message size in bytes (for the profile).
+        bytes: u64,
+    }
+
+    impl Hit {
+        /// Whether the call must be counted in a profile (then [`try_library`] serves it).
+        #[inline(always)]
+        pub fn profiled(&self) -> bool {
+            self.slot != 0
+        }
+    }
+
+    /// The remembered call's entry if this call repeats it, else `None`: loads and compares
+    /// only, no MPI call, so a front end can inline it into its own entry point.
+    ///
+    /// # Safety
+    /// As for [`super::bcast`].
+    /// `SIZE`: whether a profiled entry's message size is read too (only [`try_library`] needs
+    /// it; reading it costs the interposer's entry registers it would have to save).
+    #[inline(always)]
+    pub unsafe fn lookup<const SIZE: bool>(
+        comm: MPI_Comm,
+        buf: *mut c_void,
+        count: c_int,
+        datatype: MPI_Datatype,
+        root: c_int,
+    ) -> Option<Hit> {
+        let v = LAST.version.load(Ordering::Acquire);
+        if v % 2 == 1 || buf.is_null() {
+            return None;
+        }
+        let hit = LAST.comm.load(Ordering::Relaxed) == bits(comm)
+            && LAST.datatype.load(Ordering::Relaxed) == bits(datatype)
+            && LAST.key.load(Ordering::Relaxed) == key(count, root);
+        let dup = LAST.dup.load(Ordering::Relaxed);
+        let slot = LAST.slot.load(Ordering::Relaxed);
+        let bytes = if SIZE && slot != 0 {
+            LAST.bytes.load(Ordering::Relaxed)
+        } else {
+            0
+        };
+        fence(Ordering::Acquire);
+        if !hit || LAST.version.load(Ordering::Relaxed) != v {
+            return None;
+        }
+        Some(Hit {
+            dup: from_bits(dup),
+            slot,
+            bytes,
+        })
+    }
+
+    /// Take the entry's write lock, waiting for another writer (writers are a few stores); the
+    /// version to pass to [`unlock`].
+    fn lock() -> u64 {
+        loop {
+            let v = LAST.version.load(Ordering::Relaxed);
+            if v.is_multiple_of(2)
+                && LAST
+                    .version
+                    .compare_exchange_weak(v, v + 1, Ordering::Acquire, Ordering::Relaxed)
+                    .is_ok()
+            {
+                return v;
+            }
+            std::hint::spin_loop();
+        }
+    }
+
+    fn unlock(v: u64) {
+        LAST.version.store(v + 2, Ordering::Release);
+    }
+
+    /// Forget the entry: a communicator's state went away (or its routes were forgotten), so
+    /// the remembered duplicate may no longer be valid. Called after [`state::EPOCH`] is bumped;
+    /// see [`remember`] for why the two together leave no stale entry.
+    pub fn forget() {
+        let v = lock();
+        LAST.comm.store(0, Ordering::Relaxed);
+        unlock(v);
+    }
 
     /// The call's result when it takes the fast path, else `None`.
     ///
@@ -313,27 +409,14 @@ mod fast {
         root: i32,
         site: CallSite,
     ) -> Option<Result<()>> {
-        let v = LAST.version.load(Ordering::Acquire);
-        if v % 2 == 1 || buf.is_null() {
+        if !(0..=i32::MAX as i64).contains(&count) {
             return None;
         }
-        let hit = LAST.comm.load(Ordering::Relaxed) == bits(comm)
-            && LAST.datatype.load(Ordering::Relaxed) == bits(datatype)
-            && LAST.count.load(Ordering::Relaxed) == count
-            && LAST.root.load(Ordering::Relaxed) == root as i64
-            && LAST.epoch.load(Ordering::Relaxed) == state::EPOCH.load(Ordering::Acquire);
-        let dup = LAST.dup.load(Ordering::Relaxed);
-        let slot = LAST.slot.load(Ordering::Relaxed);
-        let bytes = LAST.bytes.load(Ordering::Relaxed);
-        fence(Ordering::Acquire);
-        if !hit || LAST.version.load(Ordering::Relaxed) != v {
-            return None;
+        let hit = lookup::<true>(comm, buf, count as c_int, datatype, root)?;
+        if hit.profiled() {
+            return profiled(hit.slot, hit.dup, buf, count, datatype, root, site, hit.bytes);
         }
-        let dup: MPI_Comm = from_bits(dup);
-        if slot != 0 {
-            return profiled(slot, dup, buf, count, datatype, root, site, bytes);
-        }
-        Some(library_bcast(dup, buf, count as u64, datatype, root as u32))
+        Some(library_bcast(hit.dup, buf, count as u64, datatype, root as u32))
     }
 
     /// The fast path on a profiled communicator: counted and sampled as on the full path.
@@ -386,6 +469,11 @@ mod fast {
         if buf.is_null() || count > i32::MAX as u64 || !predefined(datatype) {
             return;
         }
+        // A state deleted while this is written must not leave its duplicate here: deletion
+        // bumps the epoch, then forgets the entry under the same lock. If the bump comes
+        // before the check below, the entry is cleared here; if after, `forget` runs after
+        // this write. Either way the last word is empty.
+        let epoch = state::EPOCH.load(Ordering::Acquire);
         let v = LAST.version.load(Ordering::Relaxed);
         if v % 2 == 1
             || LAST
@@ -397,17 +485,17 @@ mod fast {
         }
         LAST.comm.store(bits(comm), Ordering::Relaxed);
         LAST.datatype.store(bits(datatype), Ordering::Relaxed);
-        LAST.count.store(count as i64, Ordering::Relaxed);
-        LAST.root.store(root as i64, Ordering::Relaxed);
+        LAST.key.store(key(count as c_int, root as c_int), Ordering::Relaxed);
         LAST.dup.store(bits(dup), Ordering::Relaxed);
         LAST.slot.store(
             profiled.map_or(0, |s| s as *const state::Slot as usize),
             Ordering::Relaxed,
         );
         LAST.bytes.store(bytes, Ordering::Relaxed);
-        LAST.epoch
-            .store(state::EPOCH.load(Ordering::Acquire), Ordering::Relaxed);
-        LAST.version.store(v + 2, Ordering::Release);
+        if state::EPOCH.load(Ordering::Acquire) != epoch {
+            LAST.comm.store(0, Ordering::Relaxed);
+        }
+        unlock(v);
     }
 
     /// A predefined (named) datatype: one that is never freed.
@@ -435,6 +523,32 @@ pub unsafe fn try_fast(
     site: CallSite,
 ) -> Option<Result<()>> {
     fast::try_library(comm, buf, count, datatype, root, site)
+}
+
+/// The private duplicate to pass to `PMPI_Bcast` when this call repeats the last remembered
+/// one on a settled library route and its communicator is not profiled, else `None` (take
+/// [`try_fast`] or the full path). For an entry point that must cost no more than a call
+/// through one more function: the interposer's `MPI_Bcast` calls `PMPI_Bcast` itself with no
+/// `Result` in between (a failure then goes through [`library_failed`]).
+///
+/// # Safety
+/// As for [`bcast`].
+#[inline(always)]
+pub unsafe fn fast_library_comm(
+    comm: MPI_Comm,
+    buf: *mut c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    root: c_int,
+) -> Option<MPI_Comm> {
+    fast::lookup::<false>(comm, buf, count, datatype, root)
+        .filter(|h| !h.profiled())
+        .map(|h| h.dup)
+}
+
+/// Forget the fast path's remembered call (a communicator's state went away).
+pub(crate) fn forget_fast() {
+    fast::forget()
 }
 
 /// Every rank sees the same invalid root: all return at once, nobody communicates.
