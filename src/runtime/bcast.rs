@@ -193,13 +193,16 @@ fn decide(st: &mut CommState, root: u32, class: u8) -> Result<()> {
             "MPI_Allreduce",
         )?;
     }
-    let chosen = st.selection(root, class).decide(worst);
+    let sel = st.selection(root, class);
+    let calls = sel.trial_calls();
+    let Some(chosen) = sel.decide(worst) else {
+        return Ok(()); // within noise: another stage of the trial
+    };
     if st.rank == 0 {
         let (lo, hi) = crate::profile::report::class_bytes(class);
         log::info!(
-            "treecast: root {root}, {lo} .. {hi} B: {} (medians over {} calls of each, slowest rank: library MPI_Bcast {:.2} us, treecast plan {:.2} us)",
+            "treecast: root {root}, {lo} .. {hi} B: {} (medians over {calls} calls of each, slowest rank: library MPI_Bcast {:.2} us, treecast plan {:.2} us)",
             chosen.name(),
-            super::route::TRIAL_CALLS,
             worst[0] * 1e6,
             worst[1] * 1e6
         );

@@ -12,7 +12,9 @@
 //! algorithm's simulated time or lower bound), the plan: the route is clear at once. Otherwise the first
 //! [`TRIAL_CALLS`] calls of each route alternate, every rank timing its own part, and at the end
 //! one `MPI_Allreduce` (max over ranks of each route's median) decides for every rank alike —
-//! never a per-rank guess, so ranks cannot diverge. `TREECAST_ROUTE` forces one route.
+//! never a per-rank guess, so ranks cannot diverge. A plan that is neither slower nor clearly
+//! faster gets more stages of the trial (up to [`TRIAL_MAX_CALLS`] calls each), and then wins
+//! only by a margin: within noise, the library. `TREECAST_ROUTE` forces one route.
 //!
 //! **Semantics.** Results are the same either way. Error detection differs: treecast's route
 //! finds a rank whose count disagrees with the root's and turns it into `MPI_ERR_TRUNCATE` there
@@ -72,8 +74,21 @@ impl RoutePolicy {
     }
 }
 
-/// Timed calls per route before the choice is made.
+/// Timed calls per route in one stage of a trial; a decision is taken after each stage.
 pub const TRIAL_CALLS: usize = 5;
+
+/// Most timed calls per route before the trial must end.
+pub const TRIAL_MAX_CALLS: usize = 20;
+
+/// After the first stage, a plan at most this fraction of the library's time wins at once.
+const TRIAL_CLEAR: f64 = 0.8;
+
+/// At the end of a trial, the plan wins only at this fraction of the library's time or less:
+/// a plan that seems a few percent faster over a handful of noisy calls may well be slower
+/// (on the emulated 3x3 cluster a 1 KiB plan won a 5-call trial by 3%, 361 against 372 us,
+/// then ran 12% slower than the library in the next 200 calls). The library is the safe
+/// side: "never slower than MPI_Bcast".
+const TRIAL_MARGIN: f64 = 0.95;
 
 /// Largest size class the library route serves: `MPI_Bcast` takes an `int` count, and every
 /// element is at least one byte, so a message below 2^31 bytes fits whatever its datatype.
@@ -136,8 +151,9 @@ impl Selection {
         })
     }
 
-    /// Record a trial call's time on this rank (seconds). Returns true when the trial is
-    /// complete and a decision is due (on every rank at the same call).
+    /// Record a trial call's time on this rank (seconds). Returns true when a stage of the
+    /// trial is complete and a decision is due (on every rank at the same call: it depends on
+    /// the count of calls only).
     pub fn record(&mut self, route: Route, seconds: f64) -> bool {
         if self.decided.is_some() {
             return false;
@@ -147,7 +163,13 @@ impl Selection {
             Route::Library => self.library_s.push(seconds),
             Route::Plan => self.plan_s.push(seconds),
         }
-        self.library_s.len() >= TRIAL_CALLS && self.plan_s.len() >= TRIAL_CALLS
+        let n = self.library_s.len();
+        n == self.plan_s.len() && n.is_multiple_of(TRIAL_CALLS)
+    }
+
+    /// Timed calls of each route so far.
+    pub fn trial_calls(&self) -> usize {
+        self.library_s.len().min(self.plan_s.len())
     }
 
     /// This rank's median time of each route: `[library, plan]`.
@@ -155,10 +177,21 @@ impl Selection {
         [median(&self.library_s), median(&self.plan_s)]
     }
 
-    /// Decide from the slowest rank's medians (`[library, plan]`, identical on every rank):
-    /// the faster route, the library on a tie (it also keeps its own error semantics).
-    pub fn decide(&mut self, worst: [f64; 2]) -> Route {
-        let r = if worst[1] < worst[0] {
+    /// Decide from the slowest rank's medians (`[library, plan]`, identical on every rank), or
+    /// go on with the trial (`None`):
+    /// - the plan not faster: the library (also on a tie: it keeps MPI's error semantics);
+    /// - the plan at most [`TRIAL_CLEAR`] of the library's time: the plan;
+    /// - in between, another stage of [`TRIAL_CALLS`] calls each, up to [`TRIAL_MAX_CALLS`];
+    ///   then the plan only at [`TRIAL_MARGIN`] of the library's time or less.
+    pub fn decide(&mut self, worst: [f64; 2]) -> Option<Route> {
+        let ratio = worst[1] / worst[0];
+        let r = if ratio.is_nan() || ratio >= 1.0 {
+            Route::Library
+        } else if ratio <= TRIAL_CLEAR {
+            Route::Plan
+        } else if self.trial_calls() < TRIAL_MAX_CALLS {
+            return None;
+        } else if ratio <= TRIAL_MARGIN {
             Route::Plan
         } else {
             Route::Library
@@ -166,7 +199,7 @@ impl Selection {
         self.decided = Some(r);
         self.trial_s = Some(worst);
         self.reason = "measured: the faster in a trial of both routes (slowest rank's medians)";
-        r
+        Some(r)
     }
 }
 
@@ -299,11 +332,42 @@ mod tests {
         assert!(due);
         assert_eq!(s.medians(), [2e-6, 1e-6]);
         // This rank saw the plan faster, but the slowest rank did not: the worst decides.
-        assert_eq!(s.decide([2e-6, 3e-6]), Route::Library);
+        assert_eq!(s.decide([2e-6, 3e-6]), Some(Route::Library));
         assert_eq!(s.next(), Route::Library);
         assert!(!s.record(Route::Library, 1.0), "no trial after the decision");
         // A tie keeps the library.
         let mut t = Selection::trial();
-        assert_eq!(t.decide([1e-6, 1e-6]), Route::Library);
+        assert_eq!(t.decide([1e-6, 1e-6]), Some(Route::Library));
+        // Clearly faster: the plan at once.
+        let mut c = Selection::trial();
+        assert_eq!(c.decide([1e-6, 0.7e-6]), Some(Route::Plan));
+    }
+
+    /// Run stages of a trial whose slowest-rank medians are always `worst`; the decision and
+    /// the calls each route had by then.
+    fn staged(worst: [f64; 2]) -> (Route, usize) {
+        let mut s = Selection::trial();
+        loop {
+            let mut due = false;
+            while !due {
+                let r = s.next();
+                due = s.record(r, 1e-6);
+            }
+            if let Some(r) = s.decide(worst) {
+                return (r, s.trial_calls());
+            }
+            assert!(s.settled().is_none());
+        }
+    }
+
+    #[test]
+    fn a_plan_within_noise_of_the_library_gets_more_calls_then_must_win_by_a_margin() {
+        // 3% faster is within noise: four stages, then the library.
+        assert_eq!(staged([1e-6, 0.97e-6]), (Route::Library, TRIAL_MAX_CALLS));
+        // 10% faster: four stages, then the plan.
+        assert_eq!(staged([1e-6, 0.9e-6]), (Route::Plan, TRIAL_MAX_CALLS));
+        // Slower, or clearly faster: decided after the first stage.
+        assert_eq!(staged([1e-6, 1.01e-6]), (Route::Library, TRIAL_CALLS));
+        assert_eq!(staged([1e-6, 0.5e-6]), (Route::Plan, TRIAL_CALLS));
     }
 }

@@ -1,18 +1,20 @@
 //! `treecast bench` (run under mpirun): topo_bcast vs MPI_Bcast, side by side in one run.
 //!
-//! For each size, every iteration runs MPI_Bcast and topo_bcast on the same buffer so both see
-//! the same machine noise, and the order flips every iteration (even: MPI first, odd: topo
-//! first) so neither always runs straight after the barrier-synchronised start nor always in
-//! the wake of the other's traffic. Each broadcast is timed from its own barrier; one
-//! iteration's time is the slowest rank's (max over ranks); the table reports medians and the
-//! median of the paired ratios topo/MPI (each iteration's, or each batch pair's).
+//! For each size, every iteration runs MPI_Bcast, topo_bcast and a control — MPI_Bcast again,
+//! on a duplicate of the world — on the same buffer so all see the same machine noise, in an
+//! order that rotates every iteration so none always runs straight after the
+//! barrier-synchronised start nor always in the wake of another's traffic. Each broadcast is
+//! timed from its own barrier; one iteration's time is the slowest rank's (max over ranks); the
+//! table reports medians and the median of the paired ratios topo/MPI (each iteration's, or
+//! each batch's) with its 95% confidence interval, and the control's MPI/MPI ratio: what noise
+//! alone reads.
 //!
 //! `--mode loop` measures back-to-back calls instead: batches of [`BATCH`] calls of one kind,
-//! the two kinds' batches alternating, each batch's time per call taken on the slowest rank, the
+//! the kinds' batches rotating, each batch's time per call taken on the slowest rank, the
 //! median over batches reported (what a program that broadcasts in a loop sees, where per-call
 //! costs add up and nothing hides behind a barrier). `--mode both` (the default) prints both
-//! tables. Every row up to 64 KiB is judged against the goal, topo_bcast / MPI_Bcast <= 1.03:
-//! `met` or `NOT met`.
+//! tables. Every row up to 64 KiB is judged against the goal, topo_bcast / MPI_Bcast <= 1.03,
+//! by its interval: `met` (all of it within), `NOT met` (all of it above) or `within noise`.
 //!
 //! Last, the per-call cost of treecast's dispatch: topo_bcast against MPI_Bcast of 8 bytes on
 //! `MPI_COMM_SELF`, where neither moves data, back to back, in nanoseconds.
@@ -42,8 +44,10 @@ pub struct Args {
     /// Root rank; `rotate` cycles the root every iteration.
     #[arg(long, default_value = "0")]
     root: String,
-    /// Iterations per size for small messages (fewer for large ones).
-    #[arg(long, default_value_t = 200)]
+    /// Iterations per size for small messages (fewer for large ones). Single calls of a few
+    /// hundred nanoseconds are timed to a few percent, so a row needs about a thousand for its
+    /// interval to decide the 3% goal.
+    #[arg(long, default_value_t = 1000)]
     iters: u64,
     /// Output format.
     #[arg(long, default_value = "text", value_parser = ["text", "json"])]
@@ -73,8 +77,38 @@ struct Row {
     ratio: f64,
     /// Ratio of the two medians (unpaired; noisier, kept for comparison).
     ratio_of_medians: f64,
-    /// For sizes up to 64 KiB: whether the ratio meets [`GOAL`].
-    goal_met: Option<bool>,
+    /// 95% confidence interval of `ratio` (distribution-free, from order statistics).
+    ratio_ci: [f64; 2],
+    /// The same measurement of `MPI_Bcast` against itself (on a duplicate of the world, timed in
+    /// the same rotation): the ratio the noise alone gives.
+    control_ratio: f64,
+    /// For sizes up to 64 KiB: `met` (the interval's top within [`GOAL`]), `NOT met` (its
+    /// bottom above), or `within noise` (the interval straddles the goal).
+    verdict: Option<&'static str>,
+}
+
+/// 95% confidence interval of the median of `sorted` (ascending), distribution-free: the order
+/// statistics `k` and `n - 1 - k` with `k = floor((n - 1.96 sqrt(n)) / 2)` (the binomial
+/// interval of the median, normal approximation). The whole range below 4 samples.
+fn median_ci(sorted: &[f64]) -> [f64; 2] {
+    let n = sorted.len();
+    if n == 0 {
+        return [f64::NAN, f64::NAN];
+    }
+    let k = ((n as f64 - 1.96 * (n as f64).sqrt()) / 2.0).floor().max(0.0) as usize;
+    let k = k.min((n - 1) / 2);
+    [sorted[k], sorted[n - 1 - k]]
+}
+
+/// The verdict on a row against [`GOAL`] from its ratio's confidence interval.
+fn verdict(ci: [f64; 2]) -> &'static str {
+    if ci[1] <= GOAL {
+        "met"
+    } else if ci[0] > GOAL {
+        "NOT met"
+    } else {
+        "within noise"
+    }
 }
 
 fn median(v: &mut [f64]) -> f64 {
@@ -88,6 +122,25 @@ fn median(v: &mut [f64]) -> f64 {
     } else {
         0.5 * (v[n / 2 - 1] + v[n / 2])
     }
+}
+
+/// The goal line: every judged row `met`, or how many are not and how many the noise leaves
+/// open.
+fn summary(rows: &[Row]) -> String {
+    let judged: Vec<&str> = rows.iter().filter_map(|r| r.verdict).collect();
+    let count = |v: &str| judged.iter().filter(|&&x| x == v).count();
+    let (met, not, open) = (count("met"), count("NOT met"), count("within noise"));
+    let end = if not > 0 {
+        " -- NOT met"
+    } else if open > 0 {
+        " -- not shown: the noise leaves rows open (more --iters)"
+    } else {
+        ""
+    };
+    format!(
+        "goal (topo/MPI <= {GOAL} up to 64 KiB, judged by the 95% interval): {met} of {} rows met, {not} NOT met, {open} within noise{end}",
+        judged.len()
+    )
 }
 
 /// 64 KiB: the upper end of the small-message latency target (8 B .. 64 KiB), measured
@@ -140,12 +193,17 @@ pub fn run(args: Args) -> Result<(), CliError> {
     world.topo_init().map_err(|e| CliError::Failed(e.to_string()))?;
     let mut rows = Vec::new();
     let root_of = |it: u64| if rotate { (it % n as u64) as i32 } else { fixed_root };
+    let dup = world.duplicate();
+    let comms = Comms {
+        world: &world,
+        dup: &dup,
+    };
     for size in sweep_sizes(min, max, args.step) {
         if args.mode != "loop" {
-            rows.push(barrier_row(&world, size, args.iters, &root_of)?);
+            rows.push(barrier_row(&comms, size, args.iters, &root_of)?);
         }
         if args.mode != "barrier" {
-            rows.push(loop_row(&world, size, &root_of)?);
+            rows.push(loop_row(&comms, size, &root_of)?);
         }
     }
     let dispatch_ns = dispatch_overhead_ns(&universe)?;
@@ -169,51 +227,53 @@ pub fn run(args: Args) -> Result<(), CliError> {
                     }
                 );
                 println!(
-                    "{:>12} {:>8} {:>16} {:>16} {:>10}  goal <= {GOAL}",
-                    "bytes", "iters", "MPI_Bcast us", "topo_bcast us", "topo/MPI"
+                    "{:>12} {:>8} {:>16} {:>16} {:>10} {:>15} {:>9}  goal <= {GOAL}",
+                    "bytes", "iters", "MPI_Bcast us", "topo_bcast us", "topo/MPI", "95% interval", "MPI/MPI"
                 );
                 for r in rows.iter().filter(|r| r.mode == mode) {
                     println!(
-                        "{:>12} {:>8} {:>16.3} {:>16.3} {:>10.3}  {}",
+                        "{:>12} {:>8} {:>16.3} {:>16.3} {:>10.3} {:>15} {:>9.3}  {}",
                         r.bytes,
                         r.iterations,
                         r.mpi_bcast_median_us,
                         r.topo_bcast_median_us,
                         r.ratio,
-                        match r.goal_met {
-                            Some(true) => "met",
-                            Some(false) => "NOT met",
-                            None => "",
-                        }
+                        format!("{:.3}..{:.3}", r.ratio_ci[0], r.ratio_ci[1]),
+                        r.control_ratio,
+                        r.verdict.unwrap_or("")
                     );
                 }
             }
-            let judged: Vec<&Row> = rows.iter().filter(|r| r.goal_met.is_some()).collect();
-            let met = judged.iter().filter(|r| r.goal_met == Some(true)).count();
-            println!(
-                "goal (topo/MPI <= {GOAL} up to 64 KiB): {met} of {} rows met{}",
-                judged.len(),
-                if met == judged.len() { "" } else { " -- NOT met" }
-            );
+            println!("{}", summary(&rows));
             println!("dispatch overhead: {dispatch_ns:.1} ns per call (topo_bcast - MPI_Bcast, 8 B on MPI_COMM_SELF)");
         }
     }
     Ok(())
 }
 
-/// A row from the slowest rank's times, `mpi[i]` and `topo[i]` measured side by side in
-/// iteration (or batch) `i`. The judged ratio is the median of the paired ratios: with calls of
-/// a few hundred nanoseconds the machine's phases move both medians by more than the 3% the
-/// goal allows (the unpaired ratio of medians of one binary swung from 0.88 to 1.08 between
-/// runs), while a pair shares its phase.
-fn row(mode: &'static str, bytes: u64, iterations: u64, mpi: &mut [f64], topo: &mut [f64]) -> Row {
-    let mut paired: Vec<f64> = mpi
-        .iter()
-        .zip(topo.iter())
-        .filter(|(m, _)| **m > 0.0)
-        .map(|(m, t)| t / m)
-        .collect();
-    let ratio = median(&mut paired);
+/// A row from the slowest rank's times, `mpi[i]`, `topo[i]` and `control[i]` (MPI_Bcast on a
+/// duplicate of the world) measured side by side in iteration (or batch) `i`. The judged ratio
+/// is the median of the paired ratios: with calls of a few hundred nanoseconds the machine's
+/// phases move both medians by more than the 3% the goal allows (the unpaired ratio of medians
+/// of one binary swung from 0.88 to 1.08 between runs), while a pair shares its phase. Its
+/// confidence interval decides the verdict: on the emulated cluster (nine ranks on two cores)
+/// single rows of MPI_Bcast against itself read 0.9-1.1, so a point estimate above 1.03 alone
+/// does not show a slower broadcast, nor one below it a fast enough one.
+fn row(mode: &'static str, bytes: u64, iterations: u64, mpi: &mut [f64], topo: &mut [f64], control: &[f64]) -> Row {
+    let paired = |a: &[f64], b: &[f64]| -> Vec<f64> {
+        let mut v: Vec<f64> = a
+            .iter()
+            .zip(b.iter())
+            .filter(|(m, _)| **m > 0.0)
+            .map(|(m, t)| t / m)
+            .collect();
+        v.sort_by(f64::total_cmp);
+        v
+    };
+    let mut ratios = paired(mpi, topo);
+    let ratio_ci = median_ci(&ratios);
+    let ratio = median(&mut ratios);
+    let control_ratio = median(&mut paired(mpi, control));
     let m = median(mpi) * 1e6;
     let t = median(topo) * 1e6;
     Row {
@@ -224,7 +284,31 @@ fn row(mode: &'static str, bytes: u64, iterations: u64, mpi: &mut [f64], topo: &
         topo_bcast_median_us: t,
         ratio,
         ratio_of_medians: t / m,
-        goal_met: (bytes <= LATENCY_TARGET_MAX).then_some(ratio <= GOAL),
+        ratio_ci,
+        control_ratio,
+        verdict: (bytes <= LATENCY_TARGET_MAX).then(|| verdict(ratio_ci)),
+    }
+}
+
+/// What a timed call runs.
+#[derive(Clone, Copy, PartialEq)]
+enum Kind {
+    Mpi,
+    Topo,
+    /// MPI_Bcast on a duplicate of the world: the control.
+    Control,
+}
+
+/// The order of the three kinds in iteration `it`: each kind in each position equally often,
+/// so none always runs straight after the barrier or in another's wake.
+fn order(it: u64) -> [Kind; 3] {
+    const ALL: [Kind; 3] = [Kind::Mpi, Kind::Topo, Kind::Control];
+    let r = (it % 3) as usize;
+    let o = [ALL[r], ALL[(r + 1) % 3], ALL[(r + 2) % 3]];
+    if (it / 3) % 2 == 1 {
+        [o[2], o[1], o[0]]
+    } else {
+        o
     }
 }
 
@@ -238,92 +322,100 @@ fn one(world: &mpi::topology::SimpleCommunicator, topo: bool, buf: &mut [u8], ro
     }
 }
 
+/// The communicators a row times on: the world, and its duplicate for the control.
+struct Comms<'a> {
+    world: &'a mpi::topology::SimpleCommunicator,
+    dup: &'a mpi::topology::SimpleCommunicator,
+}
+
+impl Comms<'_> {
+    fn call(&self, kind: Kind, buf: &mut [u8], root: i32) -> Result<(), CliError> {
+        match kind {
+            Kind::Mpi => one(self.world, false, buf, root),
+            Kind::Topo => one(self.world, true, buf, root),
+            Kind::Control => one(self.dup, false, buf, root),
+        }
+    }
+}
+
 /// Each call after its own barrier; the slowest rank per iteration; medians.
-fn barrier_row(
-    world: &mpi::topology::SimpleCommunicator,
-    size: u64,
-    iters_small: u64,
-    root_of: &dyn Fn(u64) -> i32,
-) -> Result<Row, CliError> {
+fn barrier_row(comms: &Comms, size: u64, iters_small: u64, root_of: &dyn Fn(u64) -> i32) -> Result<Row, CliError> {
+    let world = comms.world;
     let me = world.rank();
     let iters = (iters_small * 65536 / size.max(65536)).clamp(5, iters_small);
     let warmup = 3.min(iters);
     let mut buf = vec![0u8; size as usize];
-    let mut mpi_t = Vec::with_capacity(iters as usize);
-    let mut topo_t = Vec::with_capacity(iters as usize);
+    let mut t: [Vec<f64>; 3] = std::array::from_fn(|_| Vec::with_capacity(iters as usize));
     for it in 0..(iters + warmup) {
         let root = root_of(it);
         if me == root {
             buf.iter_mut().for_each(|b| *b = it as u8);
         }
-        let mut t_mpi = 0.0;
-        let mut t_topo = 0.0;
-        // Even iterations MPI first, odd ones topo first.
-        for topo in [it % 2 == 1, it % 2 == 0] {
+        let mut took = [0.0; 3];
+        let mut topo_done = false;
+        for kind in order(it) {
             world.barrier();
             let t0 = mpi::time();
-            one(world, topo, &mut buf, root)?;
-            if topo {
-                t_topo = mpi::time() - t0;
-                // On topo-first iterations non-roots still hold the previous iteration's
-                // bytes, so this catches a topo_bcast that delivered nothing.
-                if buf.first().is_some_and(|&b| b != it as u8) || buf.last().is_some_and(|&b| b != it as u8) {
-                    return Err(CliError::Failed(format!("rank {me}: wrong data at {size} bytes")));
-                }
-            } else {
-                t_mpi = mpi::time() - t0;
+            comms.call(kind, &mut buf, root)?;
+            took[kind as usize] = mpi::time() - t0;
+            // Until topo_bcast has run in this iteration, non-roots may still hold the previous
+            // iteration's bytes; after it they must hold this one's, whatever ran before.
+            topo_done |= kind == Kind::Topo;
+            if topo_done && (buf.first().is_some_and(|&b| b != it as u8) || buf.last().is_some_and(|&b| b != it as u8))
+            {
+                return Err(CliError::Failed(format!("rank {me}: wrong data at {size} bytes")));
             }
         }
         if it >= warmup {
-            mpi_t.push(t_mpi);
-            topo_t.push(t_topo);
+            for k in 0..3 {
+                t[k].push(took[k]);
+            }
         }
     }
-    let (mut mpi_max, mut topo_max) = slowest(world, &mpi_t, &topo_t);
-    Ok(row("barrier", size, iters, &mut mpi_max, &mut topo_max))
+    let [mut mpi_max, mut topo_max, control_max] = slowest(world, &t);
+    Ok(row("barrier", size, iters, &mut mpi_max, &mut topo_max, &control_max))
 }
 
-/// Batches of back-to-back calls, the two kinds alternating; time per call of each batch on the
+/// Batches of back-to-back calls, the kinds alternating; time per call of each batch on the
 /// slowest rank; medians over batches. Messages above 64 KiB use fewer calls per batch.
-fn loop_row(
-    world: &mpi::topology::SimpleCommunicator,
-    size: u64,
-    root_of: &dyn Fn(u64) -> i32,
-) -> Result<Row, CliError> {
+fn loop_row(comms: &Comms, size: u64, root_of: &dyn Fn(u64) -> i32) -> Result<Row, CliError> {
+    let world = comms.world;
     let batch = (BATCH * 65536 / size.max(65536)).max(1);
     let batches = if size <= LATENCY_TARGET_MAX { BATCHES } else { 9 };
     let mut buf = vec![1u8; size as usize];
-    let mut mpi_t = Vec::with_capacity(batches as usize);
-    let mut topo_t = Vec::with_capacity(batches as usize);
+    let mut t: [Vec<f64>; 3] = std::array::from_fn(|_| Vec::with_capacity(batches as usize));
     // One untimed batch of each kind first (connections, plans, route trials).
     for b in 0..(batches + 1) {
-        for topo in [b % 2 == 1, b % 2 == 0] {
+        for kind in order(b) {
             world.barrier();
             let t0 = mpi::time();
             for k in 0..batch {
-                one(world, topo, &mut buf, root_of(k))?;
+                comms.call(kind, &mut buf, root_of(k))?;
             }
             let per_call = (mpi::time() - t0) / batch as f64;
             if b > 0 {
-                if topo {
-                    topo_t.push(per_call);
-                } else {
-                    mpi_t.push(per_call);
-                }
+                t[kind as usize].push(per_call);
             }
         }
     }
-    let (mut mpi_max, mut topo_max) = slowest(world, &mpi_t, &topo_t);
-    Ok(row("loop", size, batch * batches, &mut mpi_max, &mut topo_max))
+    let [mut mpi_max, mut topo_max, control_max] = slowest(world, &t);
+    Ok(row(
+        "loop",
+        size,
+        batch * batches,
+        &mut mpi_max,
+        &mut topo_max,
+        &control_max,
+    ))
 }
 
 /// Per entry, the slowest rank's value of each series.
-fn slowest(world: &mpi::topology::SimpleCommunicator, mpi_t: &[f64], topo_t: &[f64]) -> (Vec<f64>, Vec<f64>) {
-    let mut mpi_max = vec![0.0f64; mpi_t.len()];
-    let mut topo_max = vec![0.0f64; topo_t.len()];
-    world.all_reduce_into(mpi_t, &mut mpi_max[..], SystemOperation::max());
-    world.all_reduce_into(topo_t, &mut topo_max[..], SystemOperation::max());
-    (mpi_max, topo_max)
+fn slowest(world: &mpi::topology::SimpleCommunicator, t: &[Vec<f64>; 3]) -> [Vec<f64>; 3] {
+    std::array::from_fn(|k| {
+        let mut max = vec![0.0f64; t[k].len()];
+        world.all_reduce_into(&t[k][..], &mut max[..], SystemOperation::max());
+        max
+    })
 }
 
 /// topo_bcast minus MPI_Bcast per call on `MPI_COMM_SELF` (8 bytes, back to back; medians of
@@ -354,7 +446,32 @@ fn dispatch_overhead_ns(universe: &mpi::environment::Universe) -> Result<f64, Cl
 
 #[cfg(test)]
 mod tests {
-    use super::sweep_sizes;
+    use super::{median_ci, order, sweep_sizes, verdict};
+
+    #[test]
+    fn the_median_interval_narrows_with_samples_and_decides_the_verdict() {
+        let v: Vec<f64> = (0..200).map(|i| 0.9 + 0.001 * i as f64).collect();
+        let [lo, hi] = median_ci(&v);
+        // Order statistics 86 and 113 of 200.
+        assert_eq!([lo, hi], [v[86], v[113]]);
+        assert!(lo < 0.9995 && hi > 0.9995);
+        assert_eq!(median_ci(&v[..3]), [v[0], v[2]]);
+        assert_eq!(median_ci(&[1.0]), [1.0, 1.0]);
+        assert_eq!(verdict([0.98, 1.02]), "met");
+        assert_eq!(verdict([1.031, 1.2]), "NOT met");
+        assert_eq!(verdict([0.99, 1.05]), "within noise");
+    }
+
+    #[test]
+    fn every_kind_takes_every_position_equally_often() {
+        let mut seen = [[0; 3]; 3];
+        for it in 0..6 {
+            for (pos, k) in order(it).into_iter().enumerate() {
+                seen[k as usize][pos] += 1;
+            }
+        }
+        assert_eq!(seen, [[2; 3]; 3]);
+    }
 
     #[test]
     fn sweep_ends_at_max_and_includes_64k() {
