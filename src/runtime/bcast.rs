@@ -236,8 +236,9 @@ pub fn library_failed(rc: std::os::raw::c_int) -> Result<()> {
 /// bytes cannot afford next to the library's 0.1-0.3 us.
 ///
 /// Safe to trust only while nothing it remembers can have changed: the communicator's state
-/// still exists (any state's deletion bumps [`state::EPOCH`] and forgets the entry), the datatype is a predefined one
-/// (never freed, so its handle cannot be reused for another layout), and the buffer is not NULL.
+/// still exists (any state's deletion bumps [`state::EPOCH`] and forgets the entry), the
+/// datatype is a predefined one (never freed, so its handle cannot be reused for another
+/// layout), and the buffer is not NULL.
 ///
 /// On a profiled communicator the entry also remembers the state and the message size: a
 /// repeated call then locks the state and is counted (and, when sampled, timed) exactly as on
@@ -330,12 +331,12 @@ mod fast {
     }
 
     /// The remembered call's entry if this call repeats it, else `None`: loads and compares
-    /// only, no MPI call, so a front end can inline it into its own entry point.
+    /// only, no MPI call, so a front end can inline it into its own entry point. `SIZE`:
+    /// whether a profiled entry's message size is read too (only [`try_library`] needs it;
+    /// reading it costs the interposer's entry registers it would have to save).
     ///
     /// # Safety
     /// As for [`super::bcast`].
-    /// `SIZE`: whether a profiled entry's message size is read too (only [`try_library`] needs
-    /// it; reading it costs the interposer's entry registers it would have to save).
     #[inline(always)]
     pub unsafe fn lookup<const SIZE: bool>(
         comm: MPI_Comm,
