@@ -134,6 +134,20 @@ static void correct(void) {
                     one_correct(comms[c], names[c], root, t, counts[k], (unsigned)(((c * 64 + root) * 16 + t) * 8 + k));
     }
     MPI_Comm_free(&halves); MPI_Comm_free(&reversed); MPI_Comm_free(&dup); MPI_Comm_free(&self);
+    /* Communicators freed and created again, likely with the same handle: repeated calls take
+     * treecast's fast path, which must forget a freed communicator's private duplicate rather
+     * than broadcast on it under the new communicator's handle. 50 calls settle any route
+     * (a trial takes at most 40). */
+    for (int i = 0; i < 8; i++) {
+        MPI_Comm d;
+        MPI_Comm_dup(MPI_COMM_WORLD, &d);
+        for (int k = 0; k < 50; k++) {
+            int x = me == 0 ? 1000 * i + k : -1;
+            if (BCAST(&x, 1, MPI_INT, 0, d) != MPI_SUCCESS || x != 1000 * i + k)
+                fail("a broadcast on a communicator created after another was freed");
+        }
+        MPI_Comm_free(&d);
+    }
     MPI_Barrier(MPI_COMM_WORLD);
     if (me == 0) printf("CHECK OK correct broadcasts on %d ranks\n", n);
 }
