@@ -4,13 +4,13 @@
 //! [--placement block|random:SEED] [--blocking] [--ranks N] [--format text|json]`, or
 //! `--pattern alltoall:algo=pairwise|simple-spread,bytes=N`. `--root R --bytes N` is a shorthand
 //! for the broadcast pattern. Broadcast algorithms are the MPI baselines of
-//! `treecast::sim::baselines` (`binomial`, `knomial:k=4`, `pipeline:seg=64KiB`, `ompi`, `han`,
+//! `treecast::plan::baselines` (`binomial`, `knomial:k=4`, `pipeline:seg=64KiB`, `ompi`, `han`,
 //! `topo-wave`, ...). JSON output carries `time_s`.
 
 use crate::CliError;
 use std::path::PathBuf;
+use treecast::plan::baselines::Baseline;
 use treecast::sim::alltoall::simulate_alltoall;
-use treecast::sim::baselines::Baseline;
 use treecast::sim::pattern::Pattern;
 use treecast::sim::placement::{endpoints, Placement};
 use treecast::sim::{simulate_plan, SimOptions, SimResult};

@@ -11,7 +11,7 @@
 //! * for messages of at least two minimum segments, segmented plans: the depth-first chain, the
 //!   two-tree over hosts (chain or two-tree inside hosts), the pipelined hierarchical tree and
 //!   k chains, each at a few segment counts around [`segment_count`]'s choice;
-//! * every MPI baseline of [`crate::sim::baselines`] (binomial, k-nomial, scatter + ring and
+//! * every MPI baseline of [`super::baselines`] (binomial, k-nomial, scatter + ring and
 //!   recursive-doubling allgather, Open MPI's fixed decision, HAN-like, ...; default
 //!   parameters), named `mpi:NAME`: a mature chooser must never pick a plan its own predictor
 //!   calls slower than one of the libraries' broadcasts, and on some trees one of them is the
@@ -27,7 +27,7 @@
 //! with [`Predictor::CostModel`]. A candidate that wins on its analytic estimate alone is then
 //! simulated (if within the limit) and the ranking redone, so the choice rests on the
 //! simulator whenever it can. The MPI baselines come last and are simulated only when a lower
-//! bound on their simulated time ([`crate::sim::baselines::bound`]: link loads, the ring's
+//! bound on their simulated time ([`super::baselines::bound`]: link loads, the ring's
 //! chain of dependent steps) is below the best prediction so far; otherwise they cannot win
 //! and are listed with that bound. The report says which predictor produced each number.
 //!
@@ -580,10 +580,10 @@ fn argmin(evaluated: &[Evaluated]) -> Option<usize> {
 /// `Evaluated::by` of a baseline that was not simulated: its time is at least the number shown.
 const LOWER_BOUND: &str = "lower bound";
 
-/// Rank every MPI baseline of `sim::baselines` (default parameters, identity placement: the
+/// Rank every MPI baseline of `plan::baselines` (default parameters, identity placement: the
 /// topology's rank leaves are the communicator's ranks) against the best of `evaluated`, and
 /// append each to `evaluated` as `mpi:NAME`. A baseline is simulated only if its lower bound
-/// ([`crate::sim::baselines::bound`]) is below the best time so far — otherwise its simulated
+/// ([`super::baselines::bound`]) is below the best time so far — otherwise its simulated
 /// time could not be lower — and if it has at most [`PREDICT_MESSAGE_LIMIT`] messages;
 /// a plan identical to an earlier baseline's (Open MPI's fixed decision is one of the others)
 /// reuses that result. Baselines that are invalid or need more segments than the size class
@@ -597,7 +597,7 @@ fn rank_baselines(
     overhead: f64,
     evaluated: &mut Vec<Evaluated>,
 ) -> Option<(usize, Plan, Option<Vec<SegTransfer>>)> {
-    use crate::sim::baselines::{bound, Baseline};
+    use super::baselines::{bound, Baseline};
     let n = topo.num_ranks() as u32;
     let ident: Vec<u32> = (0..n).collect();
     let max_segs = super::class_max_segments(super::size_class(bytes));
@@ -795,7 +795,7 @@ mod tests {
 
     #[test]
     fn auto_is_never_slower_than_an_mpi_baseline_beyond_the_margin() {
-        use crate::sim::baselines::Baseline;
+        use crate::plan::baselines::Baseline;
         use crate::sim::simulate_plan;
         // Small 2-level trees with 4:1 uplinks, ranks in block order and round-robin over hosts.
         let mut cases = Vec::new();

@@ -17,7 +17,12 @@
 //! | [`replay`] | predicted time of any plan under the cost model |
 //! | [`chooser`] | `plan_broadcast`: candidates, prediction, choice |
 //! | [`render`] | Gantt chart of a plan |
+//! | [`baselines`] | the MPI libraries' broadcast algorithms as plans (the baselines to beat) |
+//!
+//! The `Plan` type itself lives in [`crate::schedule`] (re-exported here), so the simulator
+//! runs plans without depending on the planners that make them.
 
+pub mod baselines;
 pub mod bound;
 pub mod canon;
 pub mod chooser;
@@ -29,14 +34,13 @@ pub mod pipeline;
 pub mod relay;
 pub mod render;
 pub mod replay;
-mod schedule;
 pub mod trees;
 
-pub use chooser::{plan_broadcast, plan_detailed, Algorithm, PlanOptions, Planned};
-pub use schedule::{
+pub use crate::schedule::{
     class_max_segments, class_representative, range_bounds, seg_bounds, size_class, Op, Plan, PlanError, PlanInfo,
     SegRange,
 };
+pub use chooser::{plan_broadcast, plan_detailed, Algorithm, PlanOptions, Planned};
 
 /// Segment size used by the topology-agnostic pipeline for long messages.
 pub const DEFAULT_SEGMENT_BYTES: u64 = 128 * 1024;
@@ -46,7 +50,7 @@ pub const PIPELINE_THRESHOLD_BYTES: u64 = 512 * 1024;
 
 /// The plan without a network topology (one host, or none known): the algorithm Open MPI's
 /// tuned component picks for `nranks` and `bytes` (its fixed decision table, measured on real
-/// machines; see [`crate::sim::baselines::ompi::decision`]), to be run with treecast's sends.
+/// machines; see [`baselines::ompi::decision`]), to be run with treecast's sends.
 /// Without a network there is nothing for topology to win, and the library's table beats any one
 /// fixed shape (a binomial tree lost 1.5x to its k-nomial at 128 B - 2 KiB on 8 ranks of one
 /// host). [`default_plan`] stands in when that plan has more segments than the size class of
@@ -55,7 +59,7 @@ pub fn library_plan(nranks: u32, root: u32, bytes: u64) -> Plan {
     if nranks <= 1 || bytes == 0 {
         return Plan::empty(nranks, root, "none");
     }
-    let p = crate::sim::baselines::ompi::default_bcast(nranks, root, bytes);
+    let p = baselines::ompi::default_bcast(nranks, root, bytes);
     if p.nsegs <= class_max_segments(size_class(bytes)) {
         p
     } else {

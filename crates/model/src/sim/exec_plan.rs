@@ -1,4 +1,4 @@
-//! Running a [`Plan`] on the flow engine with the execution semantics of `plan::schedule`.
+//! Running a [`Plan`] on the flow engine with the execution semantics of [`crate::schedule`].
 //!
 //! Every receive is pre-posted, so a send starts moving data the moment it is issued. A rank
 //! walks its op list in order: receives are skipped (they are posted), and the next send is
@@ -23,7 +23,7 @@
 
 use super::flow::{Delivery, FlowSim};
 use super::{finish, placement, FlatOps, SimError, SimOptions, SimResult, TransferRecord};
-use crate::plan::{range_bounds, Op, Plan};
+use crate::schedule::{range_bounds, Op, Plan};
 use crate::topology::{Topology, VertexId};
 
 struct Run<'a> {

@@ -2,18 +2,16 @@
 //!
 //! It runs any broadcast [`Plan`] — or a message pattern such as an all-to-all — on any
 //! [`Topology`] at thousands of ranks, so the planner can choose among candidate plans by
-//! predicted time and we can compare against the MPI libraries' own algorithms beyond what one
-//! machine can launch.
+//! predicted time and we can compare against the MPI libraries' own algorithms
+//! ([`crate::plan::baselines`]) beyond what one machine can launch. It knows plans only as
+//! schedules ([`crate::schedule`]), never the planners, so `plan` can predict with it.
 //!
 //! * [`flow`]: the engine. Flows along tree paths, exact max-min fair sharing by progressive
 //!   filling, per-hop latency, FIFO channels; the model is documented precisely there.
-//! * [`simulate_plan`]: runs a plan with the execution semantics of `plan::schedule` (receives
+//! * [`simulate_plan`]: runs a plan with the execution semantics of [`crate::schedule`] (receives
 //!   pre-posted; sends issued in list order once their segments are present, so a rank forwards
 //!   only what it has fully received: store-and-forward per message, pipelining across
 //!   segments).
-//! * [`baselines`]: the MPI libraries' broadcast algorithms as plans (binomial, binary, k-nomial,
-//!   chain/pipeline, scatter + ring / recursive-doubling allgather, Open MPI 4.1's fixed
-//!   decision, a HAN-like two-level scheme, MPICH's topology-wave tree).
 //! * [`alltoall`]: all-to-all patterns (simple spread, pairwise exchange).
 //! * [`placement`]: which topology rank leaf each MPI rank runs on (block or random).
 //! * [`pattern`]: `bcast:root=R,bytes=N` / `alltoall:algo=A,bytes=N` as the CLI spells them.
@@ -36,19 +34,18 @@
 //! worse, and scaling every bandwidth by c (no latency) speeds any plan up exactly c times.
 
 pub mod alltoall;
-pub mod baselines;
 mod exec_plan;
 pub mod flow;
 mod iheap;
 pub mod maxmin;
-mod network;
+pub(crate) mod network;
 pub mod pattern;
 pub mod placement;
 pub mod smpi;
 #[cfg(test)]
 mod tests;
 
-use crate::plan::{Plan, SegRange};
+use crate::schedule::{Plan, SegRange};
 use crate::topology::Topology;
 pub use flow::{Delivery, EngineStats, FlowSim, ResourceUsage};
 

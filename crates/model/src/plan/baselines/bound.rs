@@ -22,10 +22,10 @@
 //!   finish on it finishes no earlier than (charged bytes) / capacity, and its message is
 //!   delivered `D` later.
 
-use super::super::network::Network;
-use super::super::{placement, SimError};
 use super::Baseline;
 use crate::plan::{range_bounds, seg_bounds, Op, Plan};
+use crate::sim::network::Network;
+use crate::sim::{placement, SimError};
 use crate::topology::Topology;
 
 /// Bounds are scaled by this before use, so float rounding in the simulator cannot make a

@@ -30,8 +30,8 @@ pub mod hierarchy;
 pub mod ompi;
 pub mod scatter_allgather;
 
-use super::{placement, SimError};
 use crate::plan::{trees, Plan, DEFAULT_SEGMENT_BYTES};
+use crate::sim::{placement, SimError};
 use crate::topology::Topology;
 use crate::util::bytes::parse_size;
 use std::fmt;
@@ -116,16 +116,20 @@ impl Baseline {
             Plan::from_tree(root, &children, hierarchy::segments(bytes, seg), name)
         };
         let mut p = match *self {
-            Baseline::Flat => tree(ompi::linear(n, root), 0, "flat"),
+            Baseline::Flat => tree(trees::flat(n, root), 0, "flat"),
             Baseline::Binomial { seg } => tree(trees::binomial(n, root), seg, "binomial"),
-            Baseline::OmpiBinomial { seg } => tree(ompi::bmtree(n, root), seg, "ompi-binomial"),
-            Baseline::Binary { seg } => tree(ompi::kary_tree(n, root, 2), seg, "binary"),
-            Baseline::Knomial { k, seg } => tree(ompi::kmtree(n, root, k), seg, "knomial"),
-            Baseline::Chain { seg } => tree(ompi::chain(n, root), seg, if seg == 0 { "chain" } else { "pipeline" }),
+            Baseline::OmpiBinomial { seg } => tree(trees::ompi_binomial(n, root), seg, "ompi-binomial"),
+            Baseline::Binary { seg } => tree(trees::ompi_kary(n, root, 2), seg, "binary"),
+            Baseline::Knomial { k, seg } => tree(trees::ompi_knomial(n, root, k), seg, "knomial"),
+            Baseline::Chain { seg } => tree(
+                trees::rank_chain(n, root),
+                seg,
+                if seg == 0 { "chain" } else { "pipeline" },
+            ),
             Baseline::SplitBinary => ompi::split_bintree(n, root),
             Baseline::ScatterRing | Baseline::ScatterRd if bytes < n as u64 => {
                 // Open MPI's own fallback when blocks would be empty.
-                tree(ompi::linear(n, root), 0, "flat")
+                tree(trees::flat(n, root), 0, "flat")
             }
             Baseline::ScatterRing => scatter_allgather::scatter_allgather_ring(n, root),
             Baseline::ScatterRd => scatter_allgather::scatter_allgather_rd(n, root),
