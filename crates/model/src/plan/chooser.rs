@@ -45,6 +45,7 @@
 //! 64 KiB and 0.15 s for 4 MiB; 0.2-0.6 s at 4,096 ranks, 0.6-0.9 s where scatter + recursive
 //! doubling must be simulated (ranks round-robin over hosts, 64 KiB: it wins there).
 
+use super::baselines::Baseline;
 use super::cost::{timeline_to_plan, CostModel};
 use super::greedy::{greedy_timeline, GreedyOptions};
 use super::hier::{dfs_binomial, hier_tree_on};
@@ -53,12 +54,11 @@ use super::pipeline::{
     access_bandwidth, depth, dfs_chain, estimate, host_two_trees_on, k_chains, plan_from_trees, segment_count,
     HostScheme, Tree, MIN_SEGMENT_BYTES,
 };
+use super::registry::Algorithm;
 use super::relay::Hierarchy;
 use super::replay::{replay, SegTransfer};
 use super::{trees, Plan};
 use crate::topology::Topology;
-use std::fmt;
-use std::str::FromStr;
 use std::time::{Duration, Instant};
 
 /// Communicators up to this size get the exact search in `auto`.
@@ -71,99 +71,6 @@ pub const AUTO_GREEDY_MAX_RANKS: usize = 64;
 pub const PREDICT_MESSAGE_LIMIT: usize = 600_000;
 /// How many segmented candidates (best analytic estimates first) are simulated.
 pub const SIMULATED_FAMILIES: usize = 2;
-
-/// Which planner to use.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Algorithm {
-    /// Predict every candidate, take the fastest.
-    Auto,
-    /// Branch and bound ([Hourai2004]), unsegmented.
-    Optimal,
-    /// Greedy earliest completion, unsegmented.
-    Greedy,
-    /// Hierarchical relay tree, unsegmented.
-    Hier,
-    /// Binomial tree over the depth-first order of the topology, unsegmented.
-    DfsBinomial,
-    /// Depth-first pipelined chain ([Shirai2007] §6.2).
-    Chain,
-    /// Two-tree over hosts, pipelined.
-    TwoTree,
-    /// The hierarchical relay tree, pipelined.
-    HierPipeline,
-    /// k chains from the root, pipelined.
-    KChains(u32),
-    /// Binomial tree in rank order (topology-agnostic baseline).
-    Binomial,
-}
-
-impl Algorithm {
-    pub const NAMES: &'static [&'static str] = &[
-        "auto",
-        "optimal",
-        "greedy",
-        "hier",
-        "dfs-binomial",
-        "chain",
-        "two-tree",
-        "hier-pipeline",
-        "k-chains[:K]",
-        "binomial",
-    ];
-}
-
-impl FromStr for Algorithm {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        let s = s.trim();
-        if let Some(k) = s.strip_prefix("k-chains") {
-            let k = match k.strip_prefix(':') {
-                None if k.is_empty() => 2,
-                Some(v) => v
-                    .parse::<u32>()
-                    .ok()
-                    .filter(|&k| k >= 1)
-                    .ok_or_else(|| format!("algorithm k-chains:K needs an integer K >= 1, got '{v}'"))?,
-                None => return Err(format!("unknown algorithm '{s}'")),
-            };
-            return Ok(Algorithm::KChains(k));
-        }
-        Ok(match s {
-            "auto" => Algorithm::Auto,
-            "optimal" => Algorithm::Optimal,
-            "greedy" => Algorithm::Greedy,
-            "hier" => Algorithm::Hier,
-            "dfs-binomial" => Algorithm::DfsBinomial,
-            "chain" => Algorithm::Chain,
-            "two-tree" => Algorithm::TwoTree,
-            "hier-pipeline" => Algorithm::HierPipeline,
-            "binomial" => Algorithm::Binomial,
-            _ => {
-                return Err(format!(
-                    "unknown algorithm '{s}' (expected one of: {})",
-                    Algorithm::NAMES.join(", ")
-                ))
-            }
-        })
-    }
-}
-
-impl fmt::Display for Algorithm {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Algorithm::Auto => f.write_str("auto"),
-            Algorithm::Optimal => f.write_str("optimal"),
-            Algorithm::Greedy => f.write_str("greedy"),
-            Algorithm::Hier => f.write_str("hier"),
-            Algorithm::DfsBinomial => f.write_str("dfs-binomial"),
-            Algorithm::Chain => f.write_str("chain"),
-            Algorithm::TwoTree => f.write_str("two-tree"),
-            Algorithm::HierPipeline => f.write_str("hier-pipeline"),
-            Algorithm::KChains(k) => write!(f, "k-chains:{k}"),
-            Algorithm::Binomial => f.write_str("binomial"),
-        }
-    }
-}
 
 /// How predicted times are obtained.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
@@ -367,46 +274,67 @@ pub fn plan_detailed(topo: &Topology, root: u32, bytes: u64, opts: &PlanOptions)
     if algo == Algorithm::DfsBinomial || auto {
         cands.push(unsegmented("dfs-binomial", dfs_binomial(topo, root)));
     }
-    if algo == Algorithm::Binomial || auto {
-        cands.push(unsegmented("binomial", trees::binomial(n as u32, root)));
+    // The rank-order binomial tree: a safety net of `auto`, and the MPI libraries' algorithms
+    // when one is asked for by name (built as the library builds it).
+    const SAFETY_NET: Baseline = Baseline::Binomial { seg: 0 };
+    if auto {
+        cands.push(unsegmented(&SAFETY_NET.to_string(), trees::binomial(n as u32, root)));
+    }
+    if let Algorithm::Library(b) = algo {
+        let ident: Vec<u32> = (0..n as u32).collect();
+        let plan = b.build(topo, &ident, root, bytes).map_err(|e| e.to_string())?;
+        cands.push(Candidate {
+            name: b.to_string(),
+            body: Body::Plan(plan),
+            estimate: None,
+            model_time: None,
+        });
     }
     let segmentable = bytes >= 2 * MIN_SEGMENT_BYTES;
-    let families: Vec<(&str, Vec<Tree>)> = {
+    // Each pipelined family as the algorithm that names it, with its trees.
+    let families: Vec<(Algorithm, Vec<Tree>)> = {
         let mut f = Vec::new();
-        let want = |a: Algorithm| algo == a || auto && segmentable;
-        if want(Algorithm::Chain) {
-            f.push(("chain", vec![dfs_chain(topo, root)]));
+        let asked = |a: &Algorithm| std::mem::discriminant(a) == std::mem::discriminant(&algo);
+        let want = |a: &Algorithm| asked(a) || auto && segmentable;
+        let chain = Algorithm::DfsChain { segs: None };
+        if want(&chain) {
+            f.push((chain, vec![dfs_chain(topo, root)]));
         }
-        if want(Algorithm::TwoTree) {
-            let [a, b] = host_two_trees_on(topo, root, &hierarchy, HostScheme::Chain);
-            f.push(("two-tree", vec![a, b]));
-            if auto {
-                let [a, b] = host_two_trees_on(topo, root, &hierarchy, HostScheme::TwoTree);
-                f.push(("two-tree:host-two-tree", vec![a, b]));
+        for hosts in [HostScheme::Chain, HostScheme::TwoTree] {
+            let a = Algorithm::TwoTree { hosts, segs: None };
+            let explicit = matches!(algo, Algorithm::TwoTree { hosts: h, .. } if h == hosts);
+            if explicit || auto && segmentable {
+                let [t1, t2] = host_two_trees_on(topo, root, &hierarchy, hosts);
+                f.push((a, vec![t1, t2]));
             }
         }
-        if want(Algorithm::HierPipeline) {
-            f.push(("hier-pipeline", vec![hier_of()]));
+        let hp = Algorithm::HierPipeline { segs: None };
+        if want(&hp) {
+            f.push((hp, vec![hier_of()]));
         }
-        if let Algorithm::KChains(k) = algo {
-            f.push(("k-chains", vec![k_chains(topo, root, k as usize)]));
+        if let Algorithm::KChains { k, .. } = algo {
+            f.push((
+                Algorithm::KChains { k, segs: None },
+                vec![k_chains(topo, root, k as usize)],
+            ));
         } else if auto && segmentable && n >= 8 {
-            for k in [2usize, 4] {
+            for k in [2u32, 4] {
                 f.push((
-                    if k == 2 { "k-chains:2" } else { "k-chains:4" },
-                    vec![k_chains(topo, root, k)],
+                    Algorithm::KChains { k, segs: None },
+                    vec![k_chains(topo, root, k as usize)],
                 ));
             }
         }
         f
     };
-    for (name, trees_) in families {
+    let forced_segments = algo.segments().or(opts.segments);
+    for (family, trees_) in families {
         let k = trees_.len() as u32;
         let d = trees_.iter().map(|t| depth(t, root)).max().unwrap_or(1);
         let trees_ = &trees_;
         let bw = access_bandwidth(topo, root).min(1e15);
         let base = segment_count(bytes, d, bw, k, overhead);
-        let counts: Vec<u32> = match opts.segments {
+        let counts: Vec<u32> = match forced_segments {
             Some(s) => vec![s.max(k)],
             None => {
                 let mut c: Vec<u32> = [base / 2, base, base * 2, base * 4]
@@ -428,7 +356,7 @@ pub fn plan_detailed(topo: &Topology, root: u32, bytes: u64, opts: &PlanOptions)
         }
         let (e, s) = best.expect("at least one segment count");
         cands.push(Candidate {
-            name: format!("{name}:segs={s}"),
+            name: family.with_segments(s).to_string(),
             body: Body::Trees(trees_.clone(), s),
             estimate: Some(e),
             model_time: None,
@@ -597,7 +525,7 @@ fn rank_baselines(
     overhead: f64,
     evaluated: &mut Vec<Evaluated>,
 ) -> Option<(usize, Plan, Option<Vec<SegTransfer>>)> {
-    use super::baselines::{bound, Baseline};
+    use super::baselines::bound;
     let n = topo.num_ranks() as u32;
     let ident: Vec<u32> = (0..n).collect();
     let max_segs = super::class_max_segments(super::size_class(bytes));
@@ -609,7 +537,7 @@ fn rank_baselines(
         let Ok(s) = bound::screen(&b, topo, &ident, root, bytes, PREDICT_MESSAGE_LIMIT) else {
             continue;
         };
-        let mut name = format!("mpi:{b}");
+        let name = format!("mpi:{b}");
         let Some(plan) = s.plan else {
             let by = if s.bound >= best {
                 LOWER_BOUND
@@ -625,11 +553,6 @@ fn rank_baselines(
         };
         if plan.nsegs > max_segs {
             continue;
-        }
-        let base = b.to_string();
-        let base = base.split(':').next().unwrap_or_default();
-        if !plan.info.algorithm.ends_with(base) {
-            name = format!("{name} ({})", plan.info.algorithm);
         }
         if let Some((_, t, by)) = seen.iter().find(|(q, _, _)| q.nsegs == plan.nsegs && q.ops == plan.ops) {
             evaluated.push(Evaluated {
@@ -731,6 +654,7 @@ mod tests {
             "greedy",
             "hier",
             "dfs-binomial",
+            "dfs-chain",
             "chain",
             "two-tree",
             "hier-pipeline",
@@ -738,12 +662,19 @@ mod tests {
         ] {
             assert_eq!(s.parse::<Algorithm>().unwrap().to_string(), s);
         }
-        assert_eq!("k-chains:3".parse::<Algorithm>(), Ok(Algorithm::KChains(3)));
-        assert_eq!("k-chains".parse::<Algorithm>(), Ok(Algorithm::KChains(2)));
+        assert_eq!(
+            "k-chains:3".parse::<Algorithm>(),
+            Ok(Algorithm::KChains { k: 3, segs: None })
+        );
+        assert_eq!(
+            "k-chains".parse::<Algorithm>(),
+            Ok(Algorithm::KChains { k: 2, segs: None })
+        );
         assert!("k-chains:0".parse::<Algorithm>().is_err());
         assert!("fastest"
             .parse::<Algorithm>()
             .unwrap_err()
+            .to_string()
             .contains("unknown algorithm"));
     }
 

@@ -15,6 +15,7 @@
 //! | [`hier`] | hierarchical per-switch planning |
 //! | [`pipeline`] | segmented plans: chains, two-trees, pipelined trees; segment counts |
 //! | [`replay`] | predicted time of any plan under the cost model |
+//! | [`registry`] | every algorithm by name: parameters, family, help; `Algorithm` |
 //! | [`chooser`] | `plan_broadcast`: candidates, prediction, choice |
 //! | [`render`] | Gantt chart of a plan |
 //! | [`baselines`] | the MPI libraries' broadcast algorithms as plans (the baselines to beat) |
@@ -31,6 +32,7 @@ pub mod greedy;
 pub mod hier;
 pub mod optimal;
 pub mod pipeline;
+pub mod registry;
 pub mod relay;
 pub mod render;
 pub mod replay;
@@ -40,7 +42,8 @@ pub use crate::schedule::{
     class_max_segments, class_representative, range_bounds, seg_bounds, size_class, Op, Plan, PlanError, PlanInfo,
     SegRange,
 };
-pub use chooser::{plan_broadcast, plan_detailed, Algorithm, PlanOptions, Planned};
+pub use chooser::{plan_broadcast, plan_detailed, PlanOptions, Planned};
+pub use registry::{Algorithm, Family, NameError};
 
 /// Segment size used by the topology-agnostic pipeline for long messages.
 pub const DEFAULT_SEGMENT_BYTES: u64 = 128 * 1024;
@@ -68,22 +71,19 @@ pub fn library_plan(nranks: u32, root: u32, bytes: u64) -> Plan {
 }
 
 /// Topology-agnostic plan for `bytes` from `root` on `nranks` ranks: an unsegmented binomial tree
-/// for short messages (latency-bound: depth log2 n), a segmented binomial pipeline for long ones
-/// (bandwidth-bound: every link streams segments concurrently).
+/// for short messages (latency-bound: depth log2 n), a binomial tree pipelined in
+/// [`DEFAULT_SEGMENT_BYTES`] segments for long ones (bandwidth-bound: every link streams segments
+/// concurrently). Named `binomial` / `binomial:seg=131072`, the registry's names for them.
 pub fn default_plan(nranks: u32, root: u32, bytes: u64) -> Plan {
     if nranks <= 1 || bytes == 0 {
         return Plan::empty(nranks, root, "none");
     }
-    let children = trees::binomial(nranks, root);
-    if bytes < PIPELINE_THRESHOLD_BYTES {
-        let mut p = Plan::from_tree(root, &children, 1, "binomial");
-        p.info.planned_bytes = bytes;
-        return p;
-    }
-    let nsegs = bytes
-        .div_ceil(DEFAULT_SEGMENT_BYTES)
-        .clamp(1, class_max_segments(size_class(bytes)) as u64) as u32;
-    let mut p = Plan::from_tree(root, &children, nsegs, "binomial-pipeline");
-    p.info.planned_bytes = bytes;
-    p
+    let seg = if bytes < PIPELINE_THRESHOLD_BYTES {
+        0
+    } else {
+        DEFAULT_SEGMENT_BYTES
+    };
+    baselines::Baseline::Binomial { seg }
+        .build_ranks(nranks, root, bytes)
+        .expect("the binomial tree needs no topology")
 }

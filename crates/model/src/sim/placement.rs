@@ -80,6 +80,27 @@ pub fn endpoints(topo: &Topology) -> Vec<VertexId> {
     }
 }
 
+/// `topo` with MPI rank r on the endpoint `map[r]` ([`endpoints`] order), for planners that
+/// take a topology whose rank leaves are the communicator in rank order. `map` must place a
+/// rank on every endpoint: a planner would otherwise plan for ranks that do not take part.
+pub fn relabelled(topo: &Topology, map: &[u32]) -> Result<Topology, SimError> {
+    let ends = endpoints(topo);
+    if map.len() != ends.len() {
+        return Err(SimError(format!(
+            "treecast's planners plan for every rank leaf: {} ranks on {} leaves",
+            map.len(),
+            ends.len()
+        )));
+    }
+    let vertices = resolve(topo, map.len() as u32, Some(map))?;
+    let mut b = topo.to_builder();
+    for (r, &v) in vertices.iter().enumerate() {
+        b.vertices[v].kind = crate::topology::VertexKind::Rank;
+        b.vertices[v].rank = Some(r as u32);
+    }
+    b.build().map_err(|e| SimError(e.to_string()))
+}
+
 /// Vertex of every MPI rank `0..nranks` under an explicit placement map (or the identity).
 pub(crate) fn resolve(topo: &Topology, nranks: u32, map: Option<&[u32]>) -> Result<Vec<VertexId>, SimError> {
     let ends = endpoints(topo);

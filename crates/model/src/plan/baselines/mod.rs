@@ -1,22 +1,12 @@
 //! The MPI libraries' broadcast algorithms, built as [`Plan`]s so the simulator runs them with
 //! exactly the semantics of our own plans (the baselines we must beat).
 //!
-//! Names (`--algorithm` in `treecast simulate`), optional parameters after a colon:
-//!
-//! | name | what | from |
-//! |---|---|---|
-//! | `flat` | root sends to every rank (isend, rank order) | Open MPI `basic_linear`, SMPI `flattree` |
-//! | `binomial[:seg=S]` | binomial tree, largest subtree first | MPICH, SMPI `binomial_tree` |
-//! | `ompi-binomial[:seg=S]` | binomial tree, smallest subtree first | Open MPI `bmtree` |
-//! | `binary[:seg=S]` | binary tree, level order | Open MPI `bintree` |
-//! | `knomial[:k=K,seg=S]` | k-nomial tree (K = 4) | Open MPI `kmtree` |
-//! | `chain` / `pipeline[:seg=S]` | chain in rank order; pipelined in S-byte segments (128 KiB) | Open MPI `chain`/`pipeline` |
-//! | `split-binary` | halves down a binary tree, then pairwise swap | Open MPI `split_bintree` |
-//! | `scatter-ring` | binomial scatter + ring allgather | Open MPI alg 9, MPICH `scatter_ring_allgather` |
-//! | `scatter-rd` | binomial scatter + recursive-doubling allgather | Open MPI alg 8, MPICH `scatter_recursive_doubling_allgather` |
-//! | `ompi` | Open MPI 4.1's fixed decision for (ranks, bytes) | `coll_tuned_decision_fixed.c` |
-//! | `han[:seg=S]` | two-level: leaders across nodes, then within nodes, pipelined (64 KiB) | Open MPI `coll/han` |
-//! | `topo-wave` | greedy earliest-arrival tree switch by switch | MPICH `topology_wave` |
+//! Their names, parameters and help are in the registry ([`super::registry`], family `mpi`):
+//! `flat`, `binomial`, `ompi-binomial`, `binary`, `knomial`, `chain`, `pipeline`,
+//! `split-binary`, `scatter-ring`, `scatter-rd`, `ompi`, `han`, `topo-wave`. A plan built here is
+//! named by its [`Baseline`]'s `Display`, which parses back to the same baseline (`ompi` names
+//! its plan by the algorithm Open MPI picked). Parsing and [`Baseline::all`] are the registry's
+//! (defined there, so this module does not depend on it).
 //!
 //! Segment sizes accept `4MiB`, `64KiB`, `1000` etc.; a plan's segments are equal-sized (they
 //! differ by at most a byte), where the libraries use full segments and a short last one.
@@ -30,12 +20,10 @@ pub mod hierarchy;
 pub mod ompi;
 pub mod scatter_allgather;
 
-use crate::plan::{trees, Plan, DEFAULT_SEGMENT_BYTES};
+use crate::plan::{trees, Plan};
 use crate::sim::{placement, SimError};
 use crate::topology::Topology;
-use crate::util::bytes::parse_size;
 use std::fmt;
-use std::str::FromStr;
 
 /// Default HAN segment size (`coll_han_bcast_segsize`).
 pub const HAN_SEGMENT_BYTES: u64 = 64 * 1024;
@@ -76,30 +64,51 @@ pub enum Baseline {
 }
 
 impl Baseline {
-    /// Every algorithm name, for help texts.
-    pub const NAMES: &'static [&'static str] = &[
-        "flat",
-        "binomial",
-        "ompi-binomial",
-        "binary",
-        "knomial",
-        "chain",
-        "pipeline",
-        "split-binary",
-        "scatter-ring",
-        "scatter-rd",
-        "ompi",
-        "han",
-        "topo-wave",
-    ];
+    /// The same algorithm cut into `seg`-byte segments if it is segmented (its segment size is
+    /// not 0); the unsegmented ones are returned as they are.
+    pub fn with_segment(self, seg: u64) -> Baseline {
+        match self {
+            Baseline::Binomial { seg: s } if s > 0 => Baseline::Binomial { seg },
+            Baseline::OmpiBinomial { seg: s } if s > 0 => Baseline::OmpiBinomial { seg },
+            Baseline::Binary { seg: s } if s > 0 => Baseline::Binary { seg },
+            Baseline::Knomial { k, seg: s } if s > 0 => Baseline::Knomial { k, seg },
+            Baseline::Chain { seg: s } if s > 0 => Baseline::Chain { seg },
+            Baseline::Han { seg: s } if s > 0 => Baseline::Han { seg },
+            b => b,
+        }
+    }
 
-    /// Every algorithm of [`NAMES`](Self::NAMES) with its default parameters, in that order
-    /// (what `bench_plan` compares against and what the planner's `auto` chooser ranks).
-    pub fn all() -> Vec<Baseline> {
-        Baseline::NAMES
-            .iter()
-            .map(|n| n.parse().expect("every listed name parses"))
-            .collect()
+    /// Whether the plan depends on where ranks run (HAN's nodes, the topology wave's switches);
+    /// the others are rank-order shapes.
+    pub fn needs_topology(&self) -> bool {
+        matches!(self, Baseline::Han { .. } | Baseline::TopoWave)
+    }
+
+    /// The plan on `n` ranks for a baseline that does not need the topology
+    /// ([`needs_topology`](Self::needs_topology) is false); `None` for one that does.
+    pub fn build_ranks(&self, n: u32, root: u32, bytes: u64) -> Option<Plan> {
+        let tree =
+            |children: Vec<Vec<u32>>, seg: u64| Plan::from_tree(root, &children, hierarchy::segments(bytes, seg), "");
+        let mut p = match *self {
+            Baseline::Flat => tree(trees::flat(n, root), 0),
+            Baseline::Binomial { seg } => tree(trees::binomial(n, root), seg),
+            Baseline::OmpiBinomial { seg } => tree(trees::ompi_binomial(n, root), seg),
+            Baseline::Binary { seg } => tree(trees::ompi_kary(n, root, 2), seg),
+            Baseline::Knomial { k, seg } => tree(trees::ompi_knomial(n, root, k), seg),
+            Baseline::Chain { seg } => tree(trees::rank_chain(n, root), seg),
+            Baseline::SplitBinary => ompi::split_bintree(n, root),
+            // Open MPI's own fallback when blocks would be empty.
+            Baseline::ScatterRing | Baseline::ScatterRd if bytes < n as u64 => {
+                return Baseline::Flat.build_ranks(n, root, bytes)
+            }
+            Baseline::ScatterRing => scatter_allgather::scatter_allgather_ring(n, root),
+            Baseline::ScatterRd => scatter_allgather::scatter_allgather_rd(n, root),
+            Baseline::Ompi => return ompi::decision_baseline(n, bytes).build_ranks(n, root, bytes),
+            Baseline::Han { .. } | Baseline::TopoWave => return None,
+        };
+        p.info.algorithm = self.to_string();
+        p.info.planned_bytes = bytes;
+        Some(p)
     }
 
     /// Build the plan for `bytes` from `root` on the ranks placed at `map` (see
@@ -112,31 +121,12 @@ impl Baseline {
         if root >= n {
             return Err(SimError(format!("root {root} out of range for {n} ranks")));
         }
-        let tree = |children: Vec<Vec<u32>>, seg: u64, name: &str| {
-            Plan::from_tree(root, &children, hierarchy::segments(bytes, seg), name)
-        };
         let mut p = match *self {
-            Baseline::Flat => tree(trees::flat(n, root), 0, "flat"),
-            Baseline::Binomial { seg } => tree(trees::binomial(n, root), seg, "binomial"),
-            Baseline::OmpiBinomial { seg } => tree(trees::ompi_binomial(n, root), seg, "ompi-binomial"),
-            Baseline::Binary { seg } => tree(trees::ompi_kary(n, root, 2), seg, "binary"),
-            Baseline::Knomial { k, seg } => tree(trees::ompi_knomial(n, root, k), seg, "knomial"),
-            Baseline::Chain { seg } => tree(
-                trees::rank_chain(n, root),
-                seg,
-                if seg == 0 { "chain" } else { "pipeline" },
-            ),
-            Baseline::SplitBinary => ompi::split_bintree(n, root),
-            Baseline::ScatterRing | Baseline::ScatterRd if bytes < n as u64 => {
-                // Open MPI's own fallback when blocks would be empty.
-                tree(trees::flat(n, root), 0, "flat")
-            }
-            Baseline::ScatterRing => scatter_allgather::scatter_allgather_ring(n, root),
-            Baseline::ScatterRd => scatter_allgather::scatter_allgather_rd(n, root),
-            Baseline::Ompi => ompi::default_bcast(n, root, bytes),
             Baseline::Han { seg } => hierarchy::han(topo, &placement_vertices(topo, map)?, root, bytes, seg),
             Baseline::TopoWave => hierarchy::topology_wave(topo, &placement_vertices(topo, map)?, root),
+            b => return Ok(b.build_ranks(n, root, bytes).expect("a rank-order baseline")),
         };
+        p.info.algorithm = self.to_string();
         p.info.planned_bytes = bytes;
         Ok(p)
     }
@@ -144,78 +134,6 @@ impl Baseline {
 
 fn placement_vertices(topo: &Topology, map: &[u32]) -> Result<Vec<crate::topology::VertexId>, SimError> {
     placement::resolve(topo, map.len() as u32, Some(map))
-}
-
-impl FromStr for Baseline {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        let (name, params) = match s.split_once(':') {
-            Some((n, p)) => (n.trim(), p.trim()),
-            None => (s.trim(), ""),
-        };
-        let mut seg: Option<u64> = None;
-        let mut k: Option<u32> = None;
-        for kv in params.split(',').map(str::trim).filter(|x| !x.is_empty()) {
-            let (key, val) = kv
-                .split_once('=')
-                .ok_or_else(|| format!("algorithm parameter '{kv}' must be key=value"))?;
-            match key.trim() {
-                "seg" => seg = Some(parse_size(val.trim()).map_err(|e| format!("algorithm parameter seg: {e}"))?),
-                "k" => {
-                    let v: u32 = val
-                        .trim()
-                        .parse()
-                        .map_err(|_| format!("algorithm parameter k: '{val}' is not an integer"))?;
-                    if v < 2 {
-                        return Err("algorithm parameter k: the radix must be >= 2".into());
-                    }
-                    k = Some(v);
-                }
-                other => return Err(format!("unknown algorithm parameter '{other}' (expected seg or k)")),
-            }
-        }
-        let no_params = |b: Baseline| {
-            if seg.is_some() || k.is_some() {
-                Err(format!("algorithm '{name}' takes no parameters"))
-            } else {
-                Ok(b)
-            }
-        };
-        let only_seg = |b: Baseline| {
-            if k.is_some() {
-                Err(format!("algorithm '{name}' has no parameter k"))
-            } else {
-                Ok(b)
-            }
-        };
-        let seg0 = seg.unwrap_or(0);
-        match name {
-            "flat" | "linear" => no_params(Baseline::Flat),
-            "binomial" => only_seg(Baseline::Binomial { seg: seg0 }),
-            "ompi-binomial" => only_seg(Baseline::OmpiBinomial { seg: seg0 }),
-            "binary" => only_seg(Baseline::Binary { seg: seg0 }),
-            "knomial" => Ok(Baseline::Knomial {
-                k: k.unwrap_or(KNOMIAL_RADIX),
-                seg: seg0,
-            }),
-            "chain" => only_seg(Baseline::Chain { seg: seg0 }),
-            "pipeline" => only_seg(Baseline::Chain {
-                seg: seg.unwrap_or(DEFAULT_SEGMENT_BYTES),
-            }),
-            "split-binary" => no_params(Baseline::SplitBinary),
-            "scatter-ring" => no_params(Baseline::ScatterRing),
-            "scatter-rd" => no_params(Baseline::ScatterRd),
-            "ompi" => no_params(Baseline::Ompi),
-            "han" => only_seg(Baseline::Han {
-                seg: seg.unwrap_or(HAN_SEGMENT_BYTES),
-            }),
-            "topo-wave" => no_params(Baseline::TopoWave),
-            _ => Err(format!(
-                "unknown algorithm '{name}' (expected one of: {})",
-                Baseline::NAMES.join(", ")
-            )),
-        }
-    }
 }
 
 impl fmt::Display for Baseline {
@@ -254,6 +172,8 @@ impl fmt::Display for Baseline {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::plan::registry::{self, Family};
+    use crate::plan::DEFAULT_SEGMENT_BYTES;
 
     #[test]
     fn parse_names_and_params() {
@@ -273,11 +193,13 @@ mod tests {
             Ok(Baseline::Knomial { k: 3, seg: 0 })
         );
         assert_eq!("han".parse::<Baseline>(), Ok(Baseline::Han { seg: 65536 }));
-        assert!("knomial:k=1".parse::<Baseline>().unwrap_err().contains(">= 2"));
-        assert!("flat:seg=1".parse::<Baseline>().unwrap_err().contains("no parameters"));
-        assert!("bogus".parse::<Baseline>().unwrap_err().contains("unknown algorithm"));
+        let err = |s: &str| s.parse::<Baseline>().unwrap_err().to_string();
+        assert!(err("knomial:k=1").contains(">= 2"));
+        assert!(err("flat:seg=1").contains("no parameters"));
+        assert!(err("bogus").contains("unknown algorithm"));
+        assert!(err("dfs-chain").contains("unknown algorithm"));
         assert!("binomial:seg=lots".parse::<Baseline>().is_err());
-        for name in Baseline::NAMES {
+        for name in registry::names(Some(Family::Library)) {
             let b: Baseline = name.parse().unwrap();
             assert_eq!(b.to_string().parse::<Baseline>(), Ok(b), "{name}");
         }

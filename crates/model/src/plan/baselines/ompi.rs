@@ -5,8 +5,8 @@
 //! (`coll_base_bcast.c`) sends each segment to all children with `isend` and waits for them, so
 //! a tree plan from [`Plan::from_tree`] with the children in this order is its schedule.
 
-use super::scatter_allgather::{scatter_allgather_rd, scatter_allgather_ring};
-use crate::plan::trees::{flat, ompi_binomial, ompi_kary, ompi_knomial, rank_chain};
+use super::Baseline;
+use crate::plan::trees::ompi_kary;
 use crate::plan::{Op, Plan, SegRange};
 
 /// `split_bintree`: the message is halved; the root sends the first half down its left subtree
@@ -182,25 +182,31 @@ pub fn decision(n: u32, bytes: u64) -> (u32, &'static str) {
     (alg, name)
 }
 
-/// The plan Open MPI 4.1 runs by default for `bytes` on `n` ranks.
+/// The algorithm [`decision`] picks, as our [`Baseline`]: segment size 0 everywhere, so
+/// Open MPI's `pipeline` (id 3) is the unsegmented chain, and the k-nomial radix is 4.
+pub fn decision_baseline(n: u32, bytes: u64) -> Baseline {
+    match decision(n, bytes).0 {
+        1 => Baseline::Flat,
+        2 | 3 => Baseline::Chain { seg: 0 },
+        4 => Baseline::SplitBinary,
+        5 => Baseline::Binary { seg: 0 },
+        6 => Baseline::OmpiBinomial { seg: 0 },
+        7 => Baseline::Knomial {
+            k: super::KNOMIAL_RADIX,
+            seg: 0,
+        },
+        8 => Baseline::ScatterRd,
+        _ => Baseline::ScatterRing,
+    }
+}
+
+/// The plan Open MPI 4.1 runs by default for `bytes` on `n` ranks, named by the algorithm it
+/// picked (`knomial:k=4`, `flat`, ...; the scatter-allgather algorithms fall back to
+/// basic_linear when count < comm_size, as Open MPI's do).
 pub fn default_bcast(n: u32, root: u32, bytes: u64) -> Plan {
-    let (alg, name) = decision(n, bytes);
-    let tree = |children: &[Vec<u32>]| Plan::from_tree(root, children, 1, "");
-    let mut p = match alg {
-        1 => tree(&flat(n, root)),
-        2 | 3 => tree(&rank_chain(n, root)),
-        4 => split_bintree(n, root),
-        5 => tree(&ompi_kary(n, root, 2)),
-        6 => tree(&ompi_binomial(n, root)),
-        7 => tree(&ompi_knomial(n, root, 4)),
-        // The scatter-allgather algorithms fall back to basic_linear when count < comm_size.
-        8 | 9 if bytes < n as u64 => tree(&flat(n, root)),
-        8 => scatter_allgather_rd(n, root),
-        _ => scatter_allgather_ring(n, root),
-    };
-    p.info.algorithm = format!("ompi:{name}");
-    p.info.planned_bytes = bytes;
-    p
+    decision_baseline(n, bytes)
+        .build_ranks(n, root, bytes)
+        .expect("Open MPI's fixed decision picks rank-order algorithms")
 }
 
 #[cfg(test)]
