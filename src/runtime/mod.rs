@@ -4,6 +4,7 @@
 pub mod bcast;
 pub mod config;
 pub mod external;
+pub mod hosts;
 pub mod pin;
 pub mod planner;
 pub mod prober;

@@ -30,7 +30,7 @@
 //! every message then pays a context switch.
 
 use super::config::Config;
-use super::topo::Hosts;
+use super::hosts::Hosts;
 use crate::error::{Error, ErrorKind, Result};
 use crate::exec::raw::{self, check};
 use crate::infer::{self, InferOptions};
