@@ -131,7 +131,7 @@ pub fn run(args: Args) -> Result<(), CliError> {
             .map_or(defaults.message_overhead_s, |o| o * 1e-6),
         ..defaults
     };
-    let planned = plan_detailed(&topo, args.root, bytes, &opts).map_err(CliError::Failed)?;
+    let planned = plan_detailed(&topo, args.root, bytes, &opts).map_err(|e| CliError::Failed(e.to_string()))?;
     let out = match format {
         "json" => serde_json::to_string_pretty(&json_report(&topo, &planned, bytes)).expect("json") + "\n",
         "svg" => gantt_svg(

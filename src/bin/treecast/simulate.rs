@@ -122,7 +122,7 @@ pub fn run(args: Args) -> Result<(), CliError> {
                         algorithm: a,
                         ..PlanOptions::default()
                     };
-                    plan_broadcast(&placed, root, bytes, &opts).map_err(CliError::Failed)?
+                    plan_broadcast(&placed, root, bytes, &opts).map_err(|e| CliError::Failed(e.to_string()))?
                 }
             };
             let detail = format!(

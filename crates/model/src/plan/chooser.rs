@@ -47,6 +47,7 @@
 
 use super::baselines::Baseline;
 use super::cost::{timeline_to_plan, CostModel};
+use super::error::PlanningError;
 use super::greedy::{greedy_timeline, GreedyOptions};
 use super::hier::{dfs_binomial, hier_tree_on};
 use super::optimal::{solve, OptimalOptions};
@@ -157,7 +158,7 @@ pub struct Planned {
 
 /// The plan for a broadcast of `bytes` from `root` on `topo` (rank leaves 0..n-1 are the
 /// communicator's ranks).
-pub fn plan_broadcast(topo: &Topology, root: u32, bytes: u64, opts: &PlanOptions) -> Result<Plan, String> {
+pub fn plan_broadcast(topo: &Topology, root: u32, bytes: u64, opts: &PlanOptions) -> Result<Plan, PlanningError> {
     plan_detailed(topo, root, bytes, opts).map(|p| p.plan)
 }
 
@@ -199,14 +200,14 @@ impl Candidate {
 }
 
 /// [`plan_broadcast`] with the candidates' predictions and the chosen plan's message timing.
-pub fn plan_detailed(topo: &Topology, root: u32, bytes: u64, opts: &PlanOptions) -> Result<Planned, String> {
+pub fn plan_detailed(topo: &Topology, root: u32, bytes: u64, opts: &PlanOptions) -> Result<Planned, PlanningError> {
     let start = Instant::now();
     let n = topo.num_ranks();
     if n == 0 {
-        return Err("the topology has no ranks".into());
+        return Err(PlanningError::NoRanks);
     }
     if root as usize >= n {
-        return Err(format!("root {root} out of range for {n} ranks"));
+        return Err(PlanningError::RootOutOfRange { root, nranks: n });
     }
     let model = CostModel::new(topo, bytes);
     let lower_bound = super::bound::pipelined_lower_bound(topo, root, bytes);
@@ -282,7 +283,7 @@ pub fn plan_detailed(topo: &Topology, root: u32, bytes: u64, opts: &PlanOptions)
     }
     if let Algorithm::Library(b) = algo {
         let ident: Vec<u32> = (0..n as u32).collect();
-        let plan = b.build(topo, &ident, root, bytes).map_err(|e| e.to_string())?;
+        let plan = b.build(topo, &ident, root, bytes)?;
         cands.push(Candidate {
             name: b.to_string(),
             body: Body::Plan(plan),
@@ -363,7 +364,9 @@ pub fn plan_detailed(topo: &Topology, root: u32, bytes: u64, opts: &PlanOptions)
         });
     }
     if cands.is_empty() {
-        return Err(format!("algorithm '{algo}' produced no plan"));
+        return Err(PlanningError::NoCandidate {
+            algorithm: algo.to_string(),
+        });
     }
     // Predict and choose. Segmented variants are simulated only for the SIMULATED_FAMILIES
     // best analytic estimates (and within the message limit); the rest keep their estimate.

@@ -28,6 +28,7 @@ pub mod bound;
 pub mod canon;
 pub mod chooser;
 pub mod cost;
+mod error;
 pub mod greedy;
 pub mod hier;
 pub mod optimal;
@@ -43,6 +44,7 @@ pub use crate::schedule::{
     SegRange,
 };
 pub use chooser::{plan_broadcast, plan_detailed, PlanOptions, Planned};
+pub use error::{PlanningError, TransferFault};
 pub use registry::{Algorithm, Family, NameError};
 
 /// Segment size used by the topology-agnostic pipeline for long messages.
