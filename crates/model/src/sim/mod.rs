@@ -34,6 +34,7 @@
 //! worse, and scaling every bandwidth by c (no latency) speeds any plan up exactly c times.
 
 pub mod alltoall;
+mod error;
 mod exec_plan;
 pub mod flow;
 mod iheap;
@@ -47,6 +48,7 @@ mod tests;
 
 use crate::schedule::{Plan, SegRange};
 use crate::topology::Topology;
+pub use error::SimError;
 pub use flow::{Delivery, EngineStats, FlowSim, ResourceUsage};
 
 /// Simulation options. `Default` is what the planner wants: non-blocking sends, identity
@@ -116,17 +118,6 @@ pub struct SimResult {
     /// Work the engine did.
     pub stats: EngineStats,
 }
-
-/// Why a simulation could not run.
-#[derive(Clone, Debug, PartialEq)]
-pub struct SimError(pub String);
-
-impl std::fmt::Display for SimError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-impl std::error::Error for SimError {}
 
 /// Flat numbering of per-rank op lists (the engine tag of item i of rank r is `base[r] + i`),
 /// the owner of every flat item, and a FIFO channel per ordered pair that exchanges messages,

@@ -48,7 +48,7 @@ pub fn load_bound(topo: &Topology, plan: &Plan, bytes: u64, map: Option<&[u32]>)
         for op in ops {
             let Op::Send { peer, segs } = *op else { continue };
             let Some(&to) = verts.get(peer as usize) else {
-                return Err(SimError(format!("invalid plan: rank {r} names rank {peer}")));
+                return Err(SimError::UnknownPeer { rank: r, peer });
             };
             let (lo, hi) = range_bounds(bytes, plan.nsegs, segs);
             let b = (hi - lo) as f64;

@@ -116,10 +116,10 @@ impl Baseline {
     pub fn build(&self, topo: &Topology, map: &[u32], root: u32, bytes: u64) -> Result<Plan, SimError> {
         let n = map.len() as u32;
         if n == 0 {
-            return Err(SimError("no ranks to broadcast to".into()));
+            return Err(SimError::NoRanks);
         }
         if root >= n {
-            return Err(SimError(format!("root {root} out of range for {n} ranks")));
+            return Err(SimError::RootOutOfRange { root, nranks: n });
         }
         let mut p = match *self {
             Baseline::Han { seg } => hierarchy::han(topo, &placement_vertices(topo, map)?, root, bytes, seg),
