@@ -19,7 +19,7 @@
 //! its members at creation and the hook visits states sorted by it.
 
 use super::config::{config, Config};
-use super::planner::Planner;
+use super::plans::Planner;
 use crate::error::{Error, ErrorKind, Result};
 use crate::exec::raw::{self, check};
 use crate::exec::tags::TagCodec;

@@ -27,7 +27,7 @@
 //! with [`Predictor::CostModel`]. A candidate that wins on its analytic estimate alone is then
 //! simulated (if within the limit) and the ranking redone, so the choice rests on the
 //! simulator whenever it can. The MPI baselines come last and are simulated only when a lower
-//! bound on their simulated time ([`super::baselines::bound`]: link loads, the ring's
+//! bound on their simulated time ([`super::baselines::screen`]: link loads, the ring's
 //! chain of dependent steps) is below the best prediction so far; otherwise they cannot win
 //! and are listed with that bound. The report says which predictor produced each number.
 //!
@@ -514,7 +514,7 @@ const LOWER_BOUND: &str = "lower bound";
 /// Rank every MPI baseline of `plan::baselines` (default parameters, identity placement: the
 /// topology's rank leaves are the communicator's ranks) against the best of `evaluated`, and
 /// append each to `evaluated` as `mpi:NAME`. A baseline is simulated only if its lower bound
-/// ([`super::baselines::bound`]) is below the best time so far — otherwise its simulated
+/// ([`super::baselines::screen`]) is below the best time so far — otherwise its simulated
 /// time could not be lower — and if it has at most [`PREDICT_MESSAGE_LIMIT`] messages;
 /// a plan identical to an earlier baseline's (Open MPI's fixed decision is one of the others)
 /// reuses that result. Baselines that are invalid or need more segments than the size class
@@ -528,7 +528,7 @@ fn rank_baselines(
     overhead: f64,
     evaluated: &mut Vec<Evaluated>,
 ) -> Option<(usize, Plan, Option<Vec<SegTransfer>>)> {
-    use super::baselines::bound;
+    use super::baselines::screen;
     let n = topo.num_ranks() as u32;
     let ident: Vec<u32> = (0..n).collect();
     let max_segs = super::class_max_segments(super::size_class(bytes));
@@ -537,7 +537,7 @@ fn rank_baselines(
     let mut seen: Vec<(Plan, f64, &'static str)> = Vec::new();
     for b in Baseline::all() {
         let best = argmin(evaluated).map_or(f64::INFINITY, |i| evaluated[i].predicted_s);
-        let Ok(s) = bound::screen(&b, topo, &ident, root, bytes, PREDICT_MESSAGE_LIMIT) else {
+        let Ok(s) = screen::screen(&b, topo, &ident, root, bytes, PREDICT_MESSAGE_LIMIT) else {
             continue;
         };
         let name = format!("mpi:{b}");

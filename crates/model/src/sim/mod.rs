@@ -35,13 +35,13 @@
 
 pub mod alltoall;
 mod error;
-mod exec_plan;
 pub mod flow;
 mod iheap;
 pub mod maxmin;
 pub(crate) mod network;
 pub mod pattern;
 pub mod placement;
+mod run_plan;
 pub mod smpi;
 #[cfg(test)]
 mod tests;
@@ -80,7 +80,7 @@ pub struct SimOptions {
     /// messages that no MPI library delivers; 0 is the pure flow model.
     pub send_overhead_s: f64,
     /// Messages longer than this many bytes are sent by rendezvous: their data leaves after a
-    /// handshake (see `exec_plan`). `None`: every message leaves at once.
+    /// handshake (see `run_plan`). `None`: every message leaves at once.
     pub rendezvous_bytes: Option<f64>,
 }
 
@@ -173,5 +173,5 @@ pub(crate) fn finish(
 /// Simulate `plan` broadcasting `bytes` on `topo` (ranks of the plan = rank leaves of `topo`,
 /// mapped through [`SimOptions::placement`]).
 pub fn simulate_plan(topo: &Topology, plan: &Plan, bytes: u64, opts: &SimOptions) -> Result<SimResult, SimError> {
-    exec_plan::run(topo, plan, bytes, opts)
+    run_plan::run(topo, plan, bytes, opts)
 }

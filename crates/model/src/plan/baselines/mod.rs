@@ -12,13 +12,13 @@
 //! differ by at most a byte), where the libraries use full segments and a short last one.
 //!
 //! The planner's `auto` chooser ranks all of them ([`Baseline::all`]) beside its own plans;
-//! [`bound`] gives it cheap lower bounds on their simulated times, so it simulates only those
+//! [`screen`] gives it cheap lower bounds on their simulated times, so it simulates only those
 //! that could win.
 
-pub mod bound;
 pub mod hierarchy;
 pub mod ompi;
 pub mod scatter_allgather;
+pub mod screen;
 
 use crate::plan::{trees, Plan};
 use crate::sim::{placement, SimError};

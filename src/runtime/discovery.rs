@@ -175,7 +175,7 @@ pub unsafe fn acquire(comm: MPI_Comm, rank: u32, size: u32, cfg: &Config) -> Res
     )?;
     if flag != 0 {
         let t0 = raw::wtime();
-        let probed = super::prober::probe_and_infer(comm, rank, &hosts, cfg);
+        let probed = super::mpi_prober::probe_and_infer(comm, rank, &hosts, cfg);
         if rank == 0 {
             decided = match probed {
                 Ok(tree) => {
@@ -226,7 +226,7 @@ pub unsafe fn acquire(comm: MPI_Comm, rank: u32, size: u32, cfg: &Config) -> Res
         Ok(t) => t,
         Err(e) => return Ok(unavailable(e)),
     };
-    let ring = super::prober::ring_hop_s(comm, rank, &hosts)?;
+    let ring = super::mpi_prober::ring_hop_s(comm, rank, &hosts)?;
     let mut overhead: f64 = match &ring {
         Some((hop, members)) if rank == 0 => message_overhead(&t, *hop, members),
         _ => 0.0,

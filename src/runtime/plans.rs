@@ -17,7 +17,7 @@ pub struct Planner {
     /// Rank-level tree of the communicator, identical on every rank, if known.
     topology: Option<std::sync::Arc<crate::topology::Topology>>,
     /// Where the topology came from.
-    source: super::topo::Source,
+    source: super::discovery::Source,
     /// Forced algorithm (`TREECAST_ALGORITHM`), if any.
     algorithm: Option<plan::Algorithm>,
     /// Forced segment size (`TREECAST_SEGMENT`), if any.
@@ -61,16 +61,16 @@ impl Planner {
     pub fn create(comm: MPI_Comm, rank: u32, size: u32, cfg: &Config) -> Result<Planner> {
         let t0 = crate::exec::raw::wtime();
         // SAFETY: comm is our valid duplicate; every rank calls this collectively.
-        let super::topo::Acquired {
+        let super::discovery::Acquired {
             topology,
             source,
             message_overhead_s,
-        } = unsafe { super::topo::acquire(comm, rank, size, cfg)? };
+        } = unsafe { super::discovery::acquire(comm, rank, size, cfg)? };
         match &source {
-            super::topo::Source::Unavailable(why) if rank == 0 => {
+            super::discovery::Source::Unavailable(why) if rank == 0 => {
                 log::warn!("treecast: no topology ({why}); plans ignore the network")
             }
-            super::topo::Source::Unavailable(_) => {}
+            super::discovery::Source::Unavailable(_) => {}
             s => log::info!(
                 "treecast: topology from {s:?} in {:.3} s",
                 crate::exec::raw::wtime() - t0
@@ -151,7 +151,7 @@ impl Planner {
     }
 
     /// Where the topology came from.
-    pub fn source(&self) -> &super::topo::Source {
+    pub fn source(&self) -> &super::discovery::Source {
         &self.source
     }
 
