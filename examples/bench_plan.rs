@@ -8,7 +8,7 @@
 //! placed in block order (host by host) or round-robin over hosts. For each case: the plan
 //! `plan_broadcast` chooses (algorithm `auto`) and the time it took to choose, its simulated
 //! time, the lower bound max over receivers r of (latency(root, r) + bytes / bottleneck(root,
-//! r)) and the ratio, then every baseline of `sim::baselines` simulated in the same run, as the
+//! r)) and the ratio, then every baseline of `plan::baselines` simulated in the same run, as the
 //! ratio baseline time / our time. `auto` ranks these baselines too (as `mpi:NAME`), so no ratio
 //! falls below 1.00 unless the chosen plan was too large to simulate and was ranked by its
 //! analytic estimate. Then the unsegmented heuristics at scale (hierarchical,
@@ -17,13 +17,13 @@
 //! `--quick` runs only the 256-rank cases.
 
 use std::time::Instant;
+use treecast::plan::baselines::Baseline;
 use treecast::plan::bound::pipelined_lower_bound;
 use treecast::plan::cost::CostModel;
 use treecast::plan::greedy::{greedy_timeline, GreedyOptions};
 use treecast::plan::hier::{dfs_binomial, hier_tree, unsegmented_lower_bound};
 use treecast::plan::replay::replay;
 use treecast::plan::{plan_detailed, trees, Plan, PlanOptions};
-use treecast::sim::baselines::Baseline;
 use treecast::sim::{simulate_plan, SimOptions};
 use treecast::topology::gen::Tree;
 use treecast::topology::Topology;

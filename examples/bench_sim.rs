@@ -11,9 +11,9 @@
 //! which inflates wall-clock time several-fold but not CPU time. Wall time is printed too.
 
 use std::time::Instant;
+use treecast::plan::baselines::Baseline;
 use treecast::plan::Plan;
 use treecast::sim::alltoall::{simulate_alltoall, AlltoallAlgo};
-use treecast::sim::baselines::Baseline;
 use treecast::sim::placement::Placement;
 use treecast::sim::{simulate_plan, SimOptions, SimResult};
 use treecast::topology::{Topology, TopologyBuilder, VertexKind};

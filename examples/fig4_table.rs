@@ -7,7 +7,7 @@
 //! claim of [Kaishima2005]: beyond a small n the Pareto estimate exceeds the normal one, and the gap grows
 //! with n (Pareto grows like n^(1/alpha), normal like sqrt(2 ln n)).
 
-use treecast::estimate::{normal, pareto};
+use treecast::estimate::{normal_expected_max_iid, pareto};
 
 fn main() {
     // (normal mu, sigma) <-> (Pareto k, alpha), milliseconds (AMP round-trip times).
@@ -24,7 +24,7 @@ fn main() {
         );
         let mut n = 2u32;
         while n <= 4096 {
-            let e_n = normal::expected_max_iid(mu, sigma, n as f64).expect("valid normal");
+            let e_n = normal_expected_max_iid(mu, sigma, n as f64).expect("valid normal");
             let e_p = pareto::expected_max_iid(k, alpha, n as f64);
             println!(
                 "{n:>6} {e_n:>12.3} {e_p:>12.3} {:>10.3} {:>7.2}%",

@@ -16,6 +16,9 @@ if cargo tree -p treecast-model -e normal,build | grep -qiE '\bmpi|bindgen|clang
   exit 1
 fi
 
+echo "== no import cycles between modules"
+python3 scripts/module-cycles.py
+
 echo "== build"
 cargo build --release --all-targets
 

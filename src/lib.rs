@@ -15,7 +15,7 @@
 //! and the front ends `api` (Rust) and `capi` (the C ABI).
 
 // The model (no MPI).
-pub use treecast_model::{estimate, infer, plan, probe, sim, topology, util};
+pub use treecast_model::{estimate, infer, plan, probe, schedule, sim, topology, util};
 
 // MPI-facing modules.
 pub mod api;

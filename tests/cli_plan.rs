@@ -147,3 +147,56 @@ fn bad_input_exits_2_with_one_line() {
     assert_eq!(code, 2);
     assert!(err.contains("/nonexistent.json"), "{err}");
 }
+
+#[test]
+fn every_printed_name_can_be_passed_back() {
+    // Each candidate `auto` lists is a registry name: given to --algorithm it builds the same
+    // plan, predicted by the same predictor at the same time, and to `simulate` too.
+    let topo = shipped("two-level-4to1-4x4.json");
+    let (code, out, err) = treecast(&["plan", "--topology", &topo, "--bytes", "1MiB", "--format", "json"]);
+    assert_eq!(code, 0, "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).expect("json");
+    for c in v["candidates"].as_array().unwrap() {
+        let name = c["name"].as_str().unwrap();
+        let (code, out, err) = treecast(&[
+            "plan",
+            "--topology",
+            &topo,
+            "--bytes",
+            "1MiB",
+            "--algorithm",
+            name,
+            "--format",
+            "json",
+        ]);
+        assert_eq!(code, 0, "{name}: {err}");
+        let again: serde_json::Value = serde_json::from_str(&out).expect("json");
+        let back = again["algorithm"].as_str().unwrap();
+        assert_eq!(back, name.trim_start_matches("mpi:"), "{name}");
+        if c["predicted_by"] == "simulator" && again["predicted_by"] == "simulator" {
+            let (a, b) = (
+                c["predicted_time_s"].as_f64().unwrap(),
+                again["predicted_time_s"].as_f64().unwrap(),
+            );
+            assert!((a - b).abs() <= 1e-12 * a, "{name}: {a} vs {b}");
+        }
+        let (code, _, err) = treecast(&[
+            "simulate",
+            "--topology",
+            &topo,
+            "--root",
+            "0",
+            "--bytes",
+            "1MiB",
+            "--algorithm",
+            name,
+        ]);
+        assert_eq!(code, 0, "simulate {name}: {err}");
+    }
+    let (code, out, _) = treecast(&["algorithms"]);
+    assert_eq!(code, 0);
+    assert!(
+        out.contains("dfs-chain[:segs=S]") && out.contains("knomial[:k=K,seg=SIZE]"),
+        "{out}"
+    );
+}

@@ -15,9 +15,9 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
+use treecast::plan::baselines::Baseline;
 use treecast::plan::Plan;
 use treecast::sim::alltoall::simulate_messages;
-use treecast::sim::baselines::Baseline;
 use treecast::sim::placement::{endpoints, Placement};
 use treecast::sim::smpi::{hostfile, platform_xml, FLOW_MODE_CFG};
 use treecast::sim::{simulate_plan, SimOptions};

@@ -1,6 +1,5 @@
 //! The C symbols: `MPI_Bcast`, `MPI_Init`, `MPI_Init_thread`, `MPI_Finalize`.
 
-use crate::trampoline::c_bcast_entry;
 use crate::{mode, serve};
 use mpi::ffi::{self, MPI_Comm, MPI_Datatype};
 use std::ffi::c_void;
@@ -18,7 +17,7 @@ unsafe extern "C" fn c_bcast_from(
     serve::bcast_entry(buffer, count, datatype, root, comm, return_address)
 }
 
-c_bcast_entry!(c_bcast_from => MPI_Bcast);
+treecast::c_bcast_entry!(c_bcast_from => MPI_Bcast);
 
 /// `MPI_Init`: `PMPI_Init`, then the interposer's start-up (collective over the world).
 ///

@@ -3,7 +3,8 @@
 //!
 //! - Five arguments (C `MPI_Bcast`): the return address becomes the sixth argument, still a
 //!   register on x86_64 (`r9`) and aarch64 (`x5`), and the trampoline tail-jumps, so the
-//!   implementation returns straight to the caller (as `treecast::capi`'s `topo_bcast` does).
+//!   implementation returns straight to the caller. That trampoline is `treecast::capi`'s own
+//!   ([`treecast::c_bcast_entry`]), which also defines `topo_bcast`: one copy for both.
 //! - Six arguments (Fortran `mpi_bcast_(buf, count, datatype, root, comm, ierr)`): on aarch64
 //!   the seventh argument is still a register (`x6`). On x86_64 the six argument registers are
 //!   taken and a seventh argument lives on the stack, where a tail jump cannot put it (the
@@ -14,73 +15,6 @@
 //!
 //! Other architectures get plain functions that record the site as unknown. No unwinding ever
 //! passes through a trampoline: the implementations catch panics (`treecast::capi::guard`).
-
-/// Define `#[no_mangle]` functions with `MPI_Bcast`'s C signature that call
-/// `$imp(buffer, count, datatype, root, comm, return_address)`.
-macro_rules! c_bcast_entry {
-    ($imp:path => $($name:ident),+ $(,)?) => {$(
-        /// Interposed `MPI_Bcast` (see the crate docs).
-        ///
-        /// # Safety
-        /// Same contract as `MPI_Bcast`.
-        #[cfg(target_arch = "x86_64")]
-        #[unsafe(naked)]
-        #[no_mangle]
-        #[allow(non_snake_case)]
-        pub unsafe extern "C" fn $name(
-            _buffer: *mut std::ffi::c_void,
-            _count: std::os::raw::c_int,
-            _datatype: mpi::ffi::MPI_Datatype,
-            _root: std::os::raw::c_int,
-            _comm: mpi::ffi::MPI_Comm,
-        ) -> std::os::raw::c_int {
-            // SysV: arguments in rdi, rsi, rdx, rcx, r8; return address at [rsp].
-            core::arch::naked_asm!(
-                ".cfi_startproc",
-                "mov r9, [rsp]",
-                "jmp {imp}",
-                ".cfi_endproc",
-                imp = sym $imp
-            )
-        }
-
-        /// Interposed `MPI_Bcast` (see the crate docs).
-        ///
-        /// # Safety
-        /// Same contract as `MPI_Bcast`.
-        #[cfg(target_arch = "aarch64")]
-        #[unsafe(naked)]
-        #[no_mangle]
-        #[allow(non_snake_case)]
-        pub unsafe extern "C" fn $name(
-            _buffer: *mut std::ffi::c_void,
-            _count: std::os::raw::c_int,
-            _datatype: mpi::ffi::MPI_Datatype,
-            _root: std::os::raw::c_int,
-            _comm: mpi::ffi::MPI_Comm,
-        ) -> std::os::raw::c_int {
-            // AAPCS64: arguments in x0..x4, return address in x30.
-            core::arch::naked_asm!("mov x5, x30", "b {imp}", imp = sym $imp)
-        }
-
-        /// Interposed `MPI_Bcast` (see the crate docs); call site unknown here.
-        ///
-        /// # Safety
-        /// Same contract as `MPI_Bcast`.
-        #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
-        #[no_mangle]
-        #[allow(non_snake_case)]
-        pub unsafe extern "C" fn $name(
-            buffer: *mut std::ffi::c_void,
-            count: std::os::raw::c_int,
-            datatype: mpi::ffi::MPI_Datatype,
-            root: std::os::raw::c_int,
-            comm: mpi::ffi::MPI_Comm,
-        ) -> std::os::raw::c_int {
-            $imp(buffer, count, datatype, root, comm, 0)
-        }
-    )+};
-}
 
 /// Define `#[no_mangle]` functions with the Fortran `MPI_BCAST` binding's signature (all
 /// arguments by reference, `ierr` possibly NULL for `mpi_f08`'s optional `ierror`) that call
@@ -161,5 +95,4 @@ macro_rules! fortran_bcast_entry {
     )+};
 }
 
-pub(crate) use c_bcast_entry;
 pub(crate) use fortran_bcast_entry;

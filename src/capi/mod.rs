@@ -69,59 +69,90 @@ pub unsafe extern "C" fn bcast_from(
     guard(|| crate::runtime::bcast(comm, buffer, count as i64, datatype, root, site))
 }
 
-/// `int topo_bcast(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm)`:
-/// drop-in replacement for `MPI_Bcast`.
+/// The MPI types of the C entry points, for [`c_bcast_entry`](crate::c_bcast_entry) in other
+/// crates.
+#[doc(hidden)]
+pub use mpi::ffi;
+
+/// Define `#[no_mangle]` functions with `MPI_Bcast`'s C signature that call
+/// `$imp(buffer, count, datatype, root, comm, return_address)`: `topo_bcast` here, and the
+/// interposer's `MPI_Bcast` (`preload/`), from this one definition.
 ///
-/// # Safety
-/// Same contract as `MPI_Bcast`.
-#[cfg(target_arch = "x86_64")]
-#[unsafe(naked)]
-#[no_mangle]
-pub unsafe extern "C" fn topo_bcast(
-    _buffer: *mut c_void,
-    _count: c_int,
-    _datatype: MPI_Datatype,
-    _root: c_int,
-    _comm: MPI_Comm,
-) -> c_int {
-    // SysV: the five arguments are in rdi, rsi, rdx, rcx, r8; the return address is at [rsp].
-    // Pass it as the sixth argument (r9) and tail-jump, so bcast_from returns to our caller.
-    core::arch::naked_asm!("mov r9, [rsp]", "jmp {imp}", imp = sym bcast_from)
+/// On x86_64 and aarch64 the entry is a two-instruction trampoline: the five arguments stay in
+/// their registers, the return address (the caller's call site) becomes the sixth argument
+/// (`r9` / `x5`) and it tail-jumps, so `$imp` returns straight to the caller. Elsewhere it is a
+/// plain call that records the site as unknown. No unwinding passes through it: `$imp` must
+/// catch panics (see [`guard`](crate::capi::guard)).
+#[macro_export]
+#[doc(hidden)]
+macro_rules! c_bcast_entry {
+    ($imp:path => $($name:ident),+ $(,)?) => {$(
+        /// Drop-in replacement for `MPI_Bcast` (see `treecast::capi`).
+        ///
+        /// # Safety
+        /// Same contract as `MPI_Bcast`.
+        #[cfg(target_arch = "x86_64")]
+        #[unsafe(naked)]
+        #[no_mangle]
+        #[allow(non_snake_case)]
+        pub unsafe extern "C" fn $name(
+            _buffer: *mut std::ffi::c_void,
+            _count: std::os::raw::c_int,
+            _datatype: $crate::capi::ffi::MPI_Datatype,
+            _root: std::os::raw::c_int,
+            _comm: $crate::capi::ffi::MPI_Comm,
+        ) -> std::os::raw::c_int {
+            // SysV: arguments in rdi, rsi, rdx, rcx, r8; return address at [rsp].
+            core::arch::naked_asm!(
+                ".cfi_startproc",
+                "mov r9, [rsp]",
+                "jmp {imp}",
+                ".cfi_endproc",
+                imp = sym $imp
+            )
+        }
+
+        /// Drop-in replacement for `MPI_Bcast` (see `treecast::capi`).
+        ///
+        /// # Safety
+        /// Same contract as `MPI_Bcast`.
+        #[cfg(target_arch = "aarch64")]
+        #[unsafe(naked)]
+        #[no_mangle]
+        #[allow(non_snake_case)]
+        pub unsafe extern "C" fn $name(
+            _buffer: *mut std::ffi::c_void,
+            _count: std::os::raw::c_int,
+            _datatype: $crate::capi::ffi::MPI_Datatype,
+            _root: std::os::raw::c_int,
+            _comm: $crate::capi::ffi::MPI_Comm,
+        ) -> std::os::raw::c_int {
+            // AAPCS64: arguments in x0..x4, return address in x30.
+            core::arch::naked_asm!("mov x5, x30", "b {imp}", imp = sym $imp)
+        }
+
+        /// Drop-in replacement for `MPI_Bcast`; call site unknown on this architecture.
+        ///
+        /// # Safety
+        /// Same contract as `MPI_Bcast`.
+        #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
+        #[no_mangle]
+        #[allow(non_snake_case)]
+        pub unsafe extern "C" fn $name(
+            buffer: *mut std::ffi::c_void,
+            count: std::os::raw::c_int,
+            datatype: $crate::capi::ffi::MPI_Datatype,
+            root: std::os::raw::c_int,
+            comm: $crate::capi::ffi::MPI_Comm,
+        ) -> std::os::raw::c_int {
+            $imp(buffer, count, datatype, root, comm, 0)
+        }
+    )+};
 }
 
-/// See the x86_64 version.
-///
-/// # Safety
-/// Same contract as `MPI_Bcast`.
-#[cfg(target_arch = "aarch64")]
-#[unsafe(naked)]
-#[no_mangle]
-pub unsafe extern "C" fn topo_bcast(
-    _buffer: *mut c_void,
-    _count: c_int,
-    _datatype: MPI_Datatype,
-    _root: c_int,
-    _comm: MPI_Comm,
-) -> c_int {
-    // AAPCS64: arguments in x0..x4, return address in x30.
-    core::arch::naked_asm!("mov x5, x30", "b {imp}", imp = sym bcast_from)
-}
-
-/// Portable version without call-site capture.
-///
-/// # Safety
-/// Same contract as `MPI_Bcast`.
-#[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
-#[no_mangle]
-pub unsafe extern "C" fn topo_bcast(
-    buffer: *mut c_void,
-    count: c_int,
-    datatype: MPI_Datatype,
-    root: c_int,
-    comm: MPI_Comm,
-) -> c_int {
-    bcast_from(buffer, count, datatype, root, comm, 0)
-}
+// `int topo_bcast(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm)`:
+// drop-in replacement for `MPI_Bcast`.
+crate::c_bcast_entry!(bcast_from => topo_bcast);
 
 /// `int treecast_init(MPI_Comm comm)`: collective; set up treecast's state for `comm` now
 /// (duplicate, topology) instead of at the first `topo_bcast`.

@@ -1,12 +1,12 @@
 //! Gathering profiles to rank 0 and writing the file (see the module docs of `profile`).
 
 use super::report::{
-    class_bytes, CommReport, Compare, ProfileReport, RankClock, RankTiming, RouteReport, SampleCall, SiteReport,
-    SizeClassReport, TimeStats, PROFILE_VERSION,
+    class_bytes, CommReport, Compare, ProfileReport, RankClock, RankTiming, SampleCall, SiteReport, SizeClassReport,
+    TimeStats, PROFILE_VERSION,
 };
+use super::ProfiledComm;
 use super::{sites, Histogram, SiteStats};
 use crate::exec::raw::{self, check};
-use crate::runtime::state::CommState;
 use mpi::ffi::{self, MPI_Comm};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -164,7 +164,7 @@ struct ClassMerge {
 
 /// The report of one size class, with the prediction for its mean message size from its most
 /// frequent root (the plan is the one the runtime uses for the class).
-fn class_report(st: &CommState, class: u8, m: ClassMerge) -> SizeClassReport {
+fn class_report(st: &dyn ProfiledComm, class: u8, m: ClassMerge) -> SizeClassReport {
     let (min_bytes, max_bytes) = class_bytes(class);
     let mean = if m.calls > 0 {
         (m.bytes as f64 / m.calls as f64).round() as u64
@@ -191,15 +191,15 @@ fn class_report(st: &CommState, class: u8, m: ClassMerge) -> SizeClassReport {
         roots: m.roots.into_iter().collect(),
         predicted_bytes,
         predicted_root,
-        predicted: st.planner.predict_time(predicted_root, predicted_bytes),
+        predicted: st.predict_time(predicted_root, predicted_bytes),
     }
 }
 
 /// Gather `st`'s records to its rank 0, which keeps the merged report for the final file.
-pub fn gather_comm(st: &mut CommState) {
-    st.profile.gathered = true;
+pub fn gather_comm(st: &mut dyn ProfiledComm) {
+    st.profile_mut().gathered = true;
     if let Err(e) = try_gather_comm(st) {
-        log::error!("treecast profile: gathering {} failed: {e}", st.profile.label);
+        log::error!("treecast profile: gathering {} failed: {e}", st.profile().label);
     }
 }
 
@@ -218,12 +218,13 @@ fn by_name(sites: &super::SiteMap) -> Vec<(String, SiteStats)> {
     out.into_iter().collect()
 }
 
-fn try_gather_comm(st: &mut CommState) -> crate::error::Result<()> {
-    let (offset, offset_error_s) = clock_offset(st.comm, st.rank, st.size, st.codec.control_tag())?;
+fn try_gather_comm(st: &mut dyn ProfiledComm) -> crate::error::Result<()> {
+    let (comm, rank, size) = (st.comm(), st.rank(), st.size());
+    let (offset, offset_error_s) = clock_offset(comm, rank, size, st.control_tag())?;
     let clock = super::clock::Clock::global();
     let wire = RankWire {
         clock: RankClock {
-            rank: st.rank,
+            rank,
             source: if clock.is_tsc() { "tsc" } else { "monotonic" }.into(),
             ns_per_tick: clock.s_per_tick() * 1e9,
             rate_error: clock.rate_error(),
@@ -231,16 +232,16 @@ fn try_gather_comm(st: &mut CommState) -> crate::error::Result<()> {
             offset_s: offset,
             offset_error_s,
         },
-        rank: st.rank,
+        rank,
         world_rank: world_rank(),
         host: processor_name(),
         clock_offset_s: offset,
-        sites: by_name(&st.profile.tally.sites()),
+        sites: by_name(&st.profile_mut().tally.sites()),
     };
     let bytes = postcard::to_stdvec(&wire)
         .map_err(|e| crate::error::Error::new(crate::error::ErrorKind::Other, e.to_string()))?;
-    let blobs = gather_bytes(st.comm, st.rank, st.size, &bytes)?;
-    if st.rank != 0 {
+    let blobs = gather_bytes(comm, rank, size, &bytes)?;
+    if rank != 0 {
         return Ok(());
     }
     let ranks: Vec<RankWire> = blobs
@@ -257,7 +258,7 @@ fn try_gather_comm(st: &mut CommState) -> crate::error::Result<()> {
 }
 
 /// Merge per-rank records of one communicator into its report.
-fn merge(st: &CommState, ranks: &[RankWire]) -> CommReport {
+fn merge(st: &dyn ProfiledComm, ranks: &[RankWire]) -> CommReport {
     let mut by_site: BTreeMap<String, Vec<(&RankWire, &SiteStats)>> = BTreeMap::new();
     for r in ranks {
         for (name, s) in &r.sites {
@@ -393,8 +394,8 @@ fn merge(st: &CommState, ranks: &[RankWire]) -> CommReport {
             slowest_call,
         });
     }
-    let mut hosts = vec![String::new(); st.size as usize];
-    let mut world_ranks = vec![-1; st.size as usize];
+    let mut hosts = vec![String::new(); st.size() as usize];
+    let mut world_ranks = vec![-1; st.size() as usize];
     for r in ranks {
         if let Some(h) = hosts.get_mut(r.rank as usize) {
             *h = r.host.clone();
@@ -405,38 +406,20 @@ fn merge(st: &CommState, ranks: &[RankWire]) -> CommReport {
     }
     let mut clocks: Vec<RankClock> = ranks.iter().map(|r| r.clock.clone()).collect();
     clocks.sort_by_key(|c| c.rank);
-    let routes = st
-        .routes()
-        .into_iter()
-        .map(|((root, class), sel)| {
-            let (min_bytes, max_bytes) = class_bytes(class);
-            let trial = sel.trial_s();
-            RouteReport {
-                root,
-                class,
-                min_bytes,
-                max_bytes,
-                route: sel.settled().map_or("trial", |r| r.key()).to_string(),
-                reason: sel.reason().to_string(),
-                library_us: trial.map(|t| t[0] * 1e6),
-                plan_us: trial.map(|t| t[1] * 1e6),
-            }
-        })
-        .collect();
     CommReport {
-        label: st.profile.label.clone(),
-        size: st.size,
+        label: st.profile().label.clone(),
+        size: st.size(),
         hosts,
         world_ranks,
         sites: sites_out,
         clocks,
-        routes,
+        routes: st.routes(),
     }
 }
 
 /// One aligned call as a per-rank timeline relative to the root's entry, with the plan's
 /// predicted completions: the sample call and the slowest call alike.
-fn timeline(st: &CommState, c: &super::arrival::AlignedCall) -> SampleCall {
+fn timeline(st: &dyn ProfiledComm, c: &super::arrival::AlignedCall) -> SampleCall {
     let root_enter = c
         .ranks
         .iter()
@@ -445,7 +428,7 @@ fn timeline(st: &CommState, c: &super::arrival::AlignedCall) -> SampleCall {
     let (algorithm, predicted) = if c.by_mpi {
         ("MPI_Bcast".to_string(), None)
     } else {
-        st.planner.predict_arrivals(c.root, c.bytes)
+        st.predict_arrivals(c.root, c.bytes)
     };
     SampleCall {
         seq: c.seq,
@@ -469,23 +452,20 @@ fn timeline(st: &CommState, c: &super::arrival::AlignedCall) -> SampleCall {
 /// held by any rank to world rank 0, and write the file. Without treecast state on
 /// `MPI_COMM_WORLD` there is no safe world-wide collective, so each rank holding reports writes
 /// `<path>.<world rank>` instead.
-pub fn finish(world: Option<&mut CommState>) {
-    let Some(path) = crate::runtime::config::config().profile_path.clone() else {
-        return;
-    };
+pub fn finish(world: Option<&mut dyn ProfiledComm>, path: &str) {
     let world_size = {
         // SAFETY: reading a constant handle.
         raw::comm_size(unsafe { ffi::RSMPI_COMM_WORLD }).unwrap_or(0) as u32
     };
     match world {
-        Some(w) if w.profile.enabled => {
-            if !w.profile.gathered {
+        Some(w) if w.profile().enabled => {
+            if !w.profile().gathered {
                 gather_comm(w);
             }
             let mine = std::mem::take(&mut *FINISHED.lock().unwrap_or_else(|p| p.into_inner()));
             let bytes = postcard::to_stdvec(&mine).unwrap_or_default();
-            match gather_bytes(w.comm, w.rank, w.size, &bytes) {
-                Ok(blobs) if w.rank == 0 => {
+            match gather_bytes(w.comm(), w.rank(), w.size(), &bytes) {
+                Ok(blobs) if w.rank() == 0 => {
                     let mut comms: Vec<CommReport> = Vec::new();
                     for b in blobs {
                         match postcard::from_bytes::<Vec<CommReport>>(&b) {
@@ -495,7 +475,7 @@ pub fn finish(world: Option<&mut CommState>) {
                     }
                     // World first, then by label.
                     comms.sort_by_key(|c| (c.label != "MPI_COMM_WORLD", c.label.clone()));
-                    write(&path, world_size, comms);
+                    write(path, world_size, comms);
                 }
                 Ok(_) => {}
                 Err(e) => log::error!("treecast profile: final gather failed: {e}"),

@@ -29,7 +29,7 @@ pub use hist::Histogram;
 pub use report::{CommReport, ProfileReport, SiteReport, SizeClassReport};
 pub use tally::{Pending, Tally};
 
-use crate::runtime::state::CommState;
+use mpi::ffi::MPI_Comm;
 use std::collections::BTreeMap;
 
 /// Where a broadcast was called from.
@@ -185,50 +185,74 @@ pub struct CommProfile {
 
 /// Start recording a call made from `site` (with `bytes`, `root`, sequence number `seq`):
 /// counts it, and returns whether and since when it is timed. `None` when profiling is off.
-pub fn begin(st: &mut CommState, site: CallSite, root: u32, bytes: u64, seq: u64) -> Option<Pending> {
-    if !st.profile.enabled {
+pub fn begin(p: &mut CommProfile, site: CallSite, root: u32, bytes: u64, seq: u64) -> Option<Pending> {
+    if !p.enabled {
         return None;
     }
     // A compared call is always timed: its time is set against MPI_Bcast's.
-    let force = st.profile.time_every_call || compare_due(st, seq);
-    Some(st.profile.tally.begin(site, root, bytes, seq, force))
+    let force = p.time_every_call || compare_due(p, seq);
+    Some(p.tally.begin(site, root, bytes, seq, force))
 }
 
 /// Finish recording a call begun with [`begin`]; returns its duration when it was timed.
-pub fn end(st: &mut CommState, pending: Pending, ok: bool) -> Option<f64> {
-    st.profile.tally.end(pending, ok)
+pub fn end(p: &mut CommProfile, pending: Pending, ok: bool) -> Option<f64> {
+    p.tally.end(pending, ok)
 }
 
 /// [`begin`] for a call that the MPI library's own `MPI_Bcast` performs (the interposer with
 /// serving off), so profiles count every broadcast of a program and say who did the work.
-pub fn begin_mpi_bcast(st: &mut CommState, site: CallSite, root: u32, bytes: u64, seq: u64) -> Option<Pending> {
-    if !st.profile.enabled {
+pub fn begin_mpi_bcast(p: &mut CommProfile, site: CallSite, root: u32, bytes: u64, seq: u64) -> Option<Pending> {
+    if !p.enabled {
         return None;
     }
-    let force = st.profile.time_every_call;
-    Some(st.profile.tally.begin_mpi_bcast(site, root, bytes, seq, force))
+    let force = p.time_every_call;
+    Some(p.tally.begin_mpi_bcast(site, root, bytes, seq, force))
 }
 
 /// Whether this call (by its sequence number, identical on all ranks) is one that is also timed
 /// with MPI_Bcast.
-pub fn compare_due(st: &CommState, seq: u64) -> bool {
-    st.profile.enabled && st.profile.compare_every.is_some_and(|n| seq.is_multiple_of(n))
+pub fn compare_due(p: &CommProfile, seq: u64) -> bool {
+    p.enabled && p.compare_every.is_some_and(|n| seq.is_multiple_of(n))
 }
 
 /// Record an MPI_Bcast comparison for the call begun as `pending`.
-pub fn record_compare(st: &mut CommState, pending: &Pending, topo_s: f64, mpi_s: f64) {
-    st.profile.tally.record_compare(pending, topo_s, mpi_s);
+pub fn record_compare(p: &mut CommProfile, pending: &Pending, topo_s: f64, mpi_s: f64) {
+    p.tally.record_compare(pending, topo_s, mpi_s);
 }
 
 /// The communicator is being freed (collectively): gather its records to its rank 0.
-pub fn on_comm_free(st: &mut CommState) {
-    if st.profile.enabled && !st.profile.gathered && !st.profile.is_world {
+pub fn on_comm_free(st: &mut dyn ProfiledComm) {
+    let p = st.profile();
+    if p.enabled && !p.gathered && !p.is_world {
         gather::gather_comm(st);
     }
 }
 
 /// `MPI_Finalize` hook, after non-world states were gathered: gather the world state, collect
 /// every communicator's report at world rank 0 and write the file.
-pub fn on_finalize_world(world: Option<&mut CommState>) {
-    gather::finish(world);
+/// `path` is `TREECAST_PROFILE`; nothing is gathered without one.
+pub fn on_finalize_world(world: Option<&mut dyn ProfiledComm>, path: Option<&str>) {
+    if let Some(path) = path {
+        gather::finish(world, path);
+    }
+}
+
+/// What gathering a communicator's profile needs from the runtime's state of it (implemented by
+/// `runtime::state::CommState`). The runtime calls into this module on every broadcast, so this
+/// module reaches back only through this interface, never to the runtime's types.
+pub trait ProfiledComm {
+    /// treecast's duplicate of the communicator (collectives of the gather run on it).
+    fn comm(&self) -> MPI_Comm;
+    fn rank(&self) -> u32;
+    fn size(&self) -> u32;
+    /// A tag no broadcast uses, for the clock-offset ping-pongs.
+    fn control_tag(&self) -> i32;
+    fn profile(&self) -> &CommProfile;
+    fn profile_mut(&mut self) -> &mut CommProfile;
+    /// The predicted time of the plan for `bytes` from `root` (see `runtime::planner`).
+    fn predict_time(&self, root: u32, bytes: u64) -> Option<report::Predicted>;
+    /// The plan's algorithm name and predicted per-rank completions for `bytes` from `root`.
+    fn predict_arrivals(&self, root: u32, bytes: u64) -> (String, Option<Vec<f64>>);
+    /// The route chosen for every (root, size class) used so far, in order.
+    fn routes(&self) -> Vec<report::RouteReport>;
 }

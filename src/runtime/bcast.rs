@@ -94,7 +94,7 @@ pub unsafe fn bcast_with(
     // counted and, if sampled, timed from here (after argument checking) to completion; see
     // `profile::tally`. Whether profiling is on is fixed when the state is created, and we
     // hold its lock.
-    let pending = profile::begin(&mut st, site, root as u32, bytes, call);
+    let pending = profile::begin(&mut st.profile, site, root as u32, bytes, call);
     let result = match local {
         Err(e) => {
             if st.size > 1 {
@@ -110,8 +110,8 @@ pub unsafe fn bcast_with(
     let Some(pending) = pending else {
         return result;
     };
-    let took = profile::end(&mut st, pending, result.is_ok());
-    if let Some(topo_s) = took.filter(|_| profile::compare_due(&st, call)) {
+    let took = profile::end(&mut st.profile, pending, result.is_ok());
+    if let Some(topo_s) = took.filter(|_| profile::compare_due(&st.profile, call)) {
         if profile::all_ok(st.comm, result.is_ok() && count <= i32::MAX as i64) {
             // Every rank succeeded, so sizes agree: time MPI_Bcast on the same (now identical)
             // data.
@@ -119,7 +119,7 @@ pub unsafe fn bcast_with(
             let rc = mpi::ffi::PMPI_Bcast(buf, count as std::os::raw::c_int, datatype, root, st.comm);
             let m1 = crate::exec::raw::wtime();
             if rc == mpi::ffi::MPI_SUCCESS as std::os::raw::c_int {
-                profile::record_compare(&mut st, &pending, topo_s, m1 - m0);
+                profile::record_compare(&mut st.profile, &pending, topo_s, m1 - m0);
             }
         }
     }
@@ -442,14 +442,14 @@ mod fast {
         let slot = &*(slot as *const state::Slot);
         let mut st = slot.lock().unwrap_or_else(|p| p.into_inner());
         let call = st.calls;
-        if profile::compare_due(&st, call) {
+        if profile::compare_due(&st.profile, call) {
             return None;
         }
         st.calls += 1;
-        let pending = profile::begin(&mut st, site, root as u32, bytes, call);
+        let pending = profile::begin(&mut st.profile, site, root as u32, bytes, call);
         let result = library_bcast(dup, buf, count as u64, datatype, root as u32);
         if let Some(p) = pending {
-            profile::end(&mut st, p, result.is_ok());
+            profile::end(&mut st.profile, p, result.is_ok());
         }
         Some(result)
     }

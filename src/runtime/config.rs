@@ -3,7 +3,7 @@
 //! | variable | meaning | default |
 //! |---|---|---|
 //! | `TREECAST_LOG` | log filter for `env_logger` (`info`, `debug`, `treecast=trace`) | `warn` |
-//! | `TREECAST_ALGORITHM` | force a planner: `auto`, `binomial`, `pipeline`, `chain`, or any name `plan` knows | `auto` |
+//! | `TREECAST_ALGORITHM` | force an algorithm: any name of the registry (`treecast algorithms`: `dfs-chain:segs=8`, `knomial:k=4`, `mpi:scatter-rd`, ...), as reports print them; an unknown name is logged with the valid ones and ignored | `auto` |
 //! | `TREECAST_TOPOLOGY` | topology file (JSON or Slurm `topology.conf`) to use instead of probing | unset |
 //! | `TREECAST_CACHE` | directory caching inferred topologies, keyed by the sorted host names | unset |
 //! | `TREECAST_PROBE` | `0` disables probing (plans then ignore the network) | `1` |
@@ -26,7 +26,8 @@ use std::sync::OnceLock;
 /// Parsed configuration.
 #[derive(Clone, Debug, Default)]
 pub struct Config {
-    pub algorithm: Option<String>,
+    /// `TREECAST_ALGORITHM`, unless `auto` or unset.
+    pub algorithm: Option<crate::plan::Algorithm>,
     pub topology_file: Option<String>,
     pub cache_dir: Option<String>,
     pub probe: bool,
@@ -95,7 +96,14 @@ impl Config {
             })
         };
         Config {
-            algorithm: var("TREECAST_ALGORITHM").filter(|a| a != "auto"),
+            algorithm: var("TREECAST_ALGORITHM").and_then(|v| match v.parse::<crate::plan::Algorithm>() {
+                Ok(crate::plan::Algorithm::Auto) => None,
+                Ok(a) => Some(a),
+                Err(e) => {
+                    log::warn!("TREECAST_ALGORITHM={v:?}: {e}; ignored");
+                    None
+                }
+            }),
             topology_file: var("TREECAST_TOPOLOGY"),
             cache_dir: var("TREECAST_CACHE"),
             probe: var("TREECAST_PROBE").map(|v| v != "0").unwrap_or(true),

@@ -43,7 +43,7 @@ pub unsafe fn begin_external(
     st.calls += 1;
     let pending = if st.profile.enabled {
         let bytes = message_bytes(count, datatype);
-        profile::begin_mpi_bcast(&mut st, site, root.max(0) as u32, bytes, seq)
+        profile::begin_mpi_bcast(&mut st.profile, site, root.max(0) as u32, bytes, seq)
     } else {
         None
     };
@@ -55,7 +55,7 @@ pub fn end_external(call: ExternalCall, ok: bool) {
     // An untimed call that succeeded is fully counted already: no second lock.
     if let Some(p) = call.pending.filter(|p| p.timed() || !ok) {
         let mut st = call.slot.lock().unwrap_or_else(|p| p.into_inner());
-        profile::end(&mut st, p, ok);
+        profile::end(&mut st.profile, p, ok);
     }
 }
 

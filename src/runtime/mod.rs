@@ -3,13 +3,14 @@
 
 pub mod bcast;
 pub mod config;
+pub mod discovery;
 pub mod external;
+pub mod hosts;
+pub mod mpi_prober;
 pub mod pin;
-pub mod planner;
-pub mod prober;
+pub mod plans;
 pub mod route;
 pub mod state;
-pub mod topo;
 
 pub use bcast::{bcast, bcast_with, CallOptions};
 pub use config::{config, Config};
@@ -22,7 +23,7 @@ pub use external::{begin_external, end_external, ExternalCall};
 /// `comm` must be a valid intra-communicator handle.
 pub unsafe fn comm_topology(
     comm: mpi::ffi::MPI_Comm,
-) -> crate::error::Result<(Option<std::sync::Arc<crate::topology::Topology>>, topo::Source)> {
+) -> crate::error::Result<(Option<std::sync::Arc<crate::topology::Topology>>, discovery::Source)> {
     state::check_comm(comm)?;
     let slot = state::get_or_create(comm)?;
     let st = slot.lock().unwrap_or_else(|p| p.into_inner());

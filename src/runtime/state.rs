@@ -19,7 +19,7 @@
 //! its members at creation and the hook visits states sorted by it.
 
 use super::config::{config, Config};
-use super::planner::Planner;
+use super::plans::Planner;
 use crate::error::{Error, ErrorKind, Result};
 use crate::exec::raw::{self, check};
 use crate::exec::tags::TagCodec;
@@ -231,7 +231,7 @@ unsafe extern "C" fn delete_state(_comm: MPI_Comm, _kv: c_int, val: *mut c_void,
         let slot: Box<Slot> = Box::from_raw(val as *mut Slot);
         bump_epoch();
         let mut st = slot.lock().unwrap_or_else(|p| p.into_inner());
-        crate::profile::on_comm_free(&mut st);
+        crate::profile::on_comm_free(&mut *st);
         st.release();
     });
     if r.is_err() {
@@ -258,16 +258,16 @@ unsafe extern "C" fn finalize_hook(_comm: MPI_Comm, _kv: c_int, _val: *mut c_voi
                 world = Some(slot);
                 continue;
             }
-            crate::profile::on_comm_free(&mut st);
+            crate::profile::on_comm_free(&mut *st);
             st.release();
         }
         match world {
             Some(slot) => {
                 let mut st = slot.lock().unwrap_or_else(|p| p.into_inner());
-                crate::profile::on_finalize_world(Some(&mut st));
+                crate::profile::on_finalize_world(Some(&mut *st), profile_path());
                 st.release();
             }
-            None => crate::profile::on_finalize_world(None),
+            None => crate::profile::on_finalize_world(None, profile_path()),
         }
     });
     if r.is_err() {
@@ -512,6 +512,59 @@ impl Drop for CommGuard {
                 ffi::PMPI_Comm_free(&mut self.0);
             }
         }
+    }
+}
+
+/// `TREECAST_PROFILE`, where the profile is written at `MPI_Finalize`.
+fn profile_path() -> Option<&'static str> {
+    super::config::config().profile_path.as_deref()
+}
+
+/// What the profile's gather needs of a communicator: its handle, the planner's predictions and
+/// the routes chosen, as report rows.
+impl crate::profile::ProfiledComm for CommState {
+    fn comm(&self) -> MPI_Comm {
+        self.comm
+    }
+    fn rank(&self) -> u32 {
+        self.rank
+    }
+    fn size(&self) -> u32 {
+        self.size
+    }
+    fn control_tag(&self) -> i32 {
+        self.codec.control_tag()
+    }
+    fn profile(&self) -> &crate::profile::CommProfile {
+        &self.profile
+    }
+    fn profile_mut(&mut self) -> &mut crate::profile::CommProfile {
+        &mut self.profile
+    }
+    fn predict_time(&self, root: u32, bytes: u64) -> Option<crate::profile::report::Predicted> {
+        self.planner.predict_time(root, bytes)
+    }
+    fn predict_arrivals(&self, root: u32, bytes: u64) -> (String, Option<Vec<f64>>) {
+        self.planner.predict_arrivals(root, bytes)
+    }
+    fn routes(&self) -> Vec<crate::profile::report::RouteReport> {
+        CommState::routes(self)
+            .into_iter()
+            .map(|((root, class), sel)| {
+                let (min_bytes, max_bytes) = crate::profile::report::class_bytes(class);
+                let trial = sel.trial_s();
+                crate::profile::report::RouteReport {
+                    root,
+                    class,
+                    min_bytes,
+                    max_bytes,
+                    route: sel.settled().map_or("trial", |r| r.key()).to_string(),
+                    reason: sel.reason().to_string(),
+                    library_us: trial.map(|t| t[0] * 1e6),
+                    plan_us: trial.map(|t| t[1] * 1e6),
+                }
+            })
+            .collect()
     }
 }
 

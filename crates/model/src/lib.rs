@@ -12,8 +12,10 @@
 //! - [`probe`]: the ping-pong protocol and the [`probe::Prober`] trait, with the simulated,
 //!   matrix and replay probers (the MPI prober lives in the `treecast` crate).
 //! - [`infer`]: the switch tree from RTTs, with confidence and rooting.
-//! - [`plan`]: broadcast schedules: cost model, optimal search, heuristics, pipelines, relays.
-//! - [`sim`]: the flow-level network simulator and the MPI libraries' broadcast algorithms.
+//! - [`schedule`]: the [`schedule::Plan`] every planner produces and `sim` / `exec` run.
+//! - [`plan`]: the planners: cost model, optimal search, heuristics, pipelines, relays, the MPI
+//!   libraries' algorithms, and the chooser that predicts them with `sim`.
+//! - [`sim`]: the flow-level network simulator (runs any `Plan`; knows no planner).
 //! - [`estimate`]: latency distributions and expected collective times.
 //!
 //! Nothing here links MPI, so `cargo test -p treecast-model` runs on any machine, and inference
@@ -24,6 +26,7 @@ pub mod estimate;
 pub mod infer;
 pub mod plan;
 pub mod probe;
+pub mod schedule;
 pub mod sim;
 pub mod topology;
 pub mod util;

@@ -17,7 +17,9 @@
 use crate::CliError;
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
-use treecast::estimate::{fit_normal, fit_pareto, normal, pareto, Marginal, MaxOf, Normal, Pareto};
+use treecast::estimate::{
+    fit_normal, fit_pareto, normal, normal_expected_max_iid, pareto, Marginal, MaxOf, Normal, Pareto,
+};
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -187,7 +189,7 @@ fn report(name: &str, m: &Marginal, n: f64, ps: &[f64], note: Option<String>) ->
                 .collect(),
         ),
         Marginal::Normal(d) => (
-            normal::expected_max_iid(d.mu, d.sigma, n).map_err(fail)?,
+            normal_expected_max_iid(d.mu, d.sigma, n).map_err(fail)?,
             ps.iter()
                 .map(|&q| normal::max_quantile_iid(d.mu, d.sigma, n, q))
                 .collect(),

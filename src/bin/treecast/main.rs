@@ -5,6 +5,7 @@
 
 use clap::{Parser, Subcommand};
 
+mod algorithms;
 mod bench;
 mod cli_error;
 mod estimate;
@@ -30,6 +31,8 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
+    /// List the broadcast algorithms: names, parameters, family, one line of help.
+    Algorithms(algorithms::Args),
     /// Infer a switch tree from an RTT matrix, or evaluate inference on a model topology.
     Infer(infer::Args),
     /// Compute a broadcast plan for a topology.
@@ -52,6 +55,7 @@ fn main() {
     env_logger::Builder::from_env(env_logger::Env::default().filter_or("TREECAST_LOG", "warn")).init();
     let cli = Cli::parse();
     let result = match cli.command {
+        Command::Algorithms(a) => algorithms::run(a),
         Command::Infer(a) => infer::run(a),
         Command::Plan(a) => plan::run(a),
         Command::Simulate(a) => simulate::run(a),

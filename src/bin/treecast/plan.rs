@@ -26,8 +26,10 @@ pub struct Args {
     /// Message size: bytes, or with a suffix (64KiB, 4MiB; every suffix is a power of 1024).
     #[arg(long)]
     bytes: String,
-    /// auto, optimal, greedy, hier, dfs-binomial, chain, two-tree, hier-pipeline, k-chains[:K],
-    /// binomial.
+    /// Algorithm by name, parameters after a colon (`treecast algorithms` lists them): auto,
+    /// treecast's planners (optimal, greedy, hier, dfs-binomial, dfs-chain, two-tree,
+    /// hier-pipeline, k-chains[:K]) or an MPI library's (binomial, knomial, scatter-rd, ompi,
+    /// ...). Every name a report prints is accepted.
     #[arg(long, default_value = "auto")]
     algorithm: String,
     /// Time limit of the optimal search, seconds (the best schedule found so far is returned,
@@ -90,7 +92,7 @@ pub fn run(args: Args) -> Result<(), CliError> {
     let algorithm: Algorithm = args
         .algorithm
         .parse()
-        .map_err(|e: String| CliError::Input(format!("--algorithm: {e}")))?;
+        .map_err(|e: treecast::plan::NameError| CliError::Input(format!("--algorithm: {e}")))?;
     let time_limit = match args.time_limit {
         Some(t) if !(t.is_finite() && t > 0.0) => {
             return Err(CliError::Input(format!(
@@ -129,7 +131,7 @@ pub fn run(args: Args) -> Result<(), CliError> {
             .map_or(defaults.message_overhead_s, |o| o * 1e-6),
         ..defaults
     };
-    let planned = plan_detailed(&topo, args.root, bytes, &opts).map_err(CliError::Failed)?;
+    let planned = plan_detailed(&topo, args.root, bytes, &opts).map_err(|e| CliError::Failed(e.to_string()))?;
     let out = match format {
         "json" => serde_json::to_string_pretty(&json_report(&topo, &planned, bytes)).expect("json") + "\n",
         "svg" => gantt_svg(

@@ -3,16 +3,17 @@
 //! `treecast simulate --topology FILE --pattern bcast:root=R,bytes=N --algorithm NAME
 //! [--placement block|random:SEED] [--blocking] [--ranks N] [--format text|json]`, or
 //! `--pattern alltoall:algo=pairwise|simple-spread,bytes=N`. `--root R --bytes N` is a shorthand
-//! for the broadcast pattern. Broadcast algorithms are the MPI baselines of
-//! `treecast::sim::baselines` (`binomial`, `knomial:k=4`, `pipeline:seg=64KiB`, `ompi`, `han`,
-//! `topo-wave`, ...). JSON output carries `time_s`.
+//! for the broadcast pattern. Broadcast algorithms are every name of the registry
+//! (`treecast algorithms`): the MPI libraries' (`binomial`, `knomial:k=4`, `pipeline:seg=64KiB`,
+//! `ompi`, `han`, `topo-wave`, ...) and treecast's own (`auto`, `dfs-chain`, ..., which plan for
+//! the placed ranks and need one on every rank leaf). JSON output carries `time_s`.
 
 use crate::CliError;
 use std::path::PathBuf;
+use treecast::plan::{plan_broadcast, registry, Algorithm, PlanOptions};
 use treecast::sim::alltoall::simulate_alltoall;
-use treecast::sim::baselines::Baseline;
 use treecast::sim::pattern::Pattern;
-use treecast::sim::placement::{endpoints, Placement};
+use treecast::sim::placement::{endpoints, relabelled, Placement};
 use treecast::sim::{simulate_plan, SimOptions, SimResult};
 use treecast::topology::load_file;
 use treecast::util::bytes::parse_size;
@@ -31,9 +32,8 @@ pub struct Args {
     /// Broadcast size (with --root, instead of --pattern).
     #[arg(long)]
     bytes: Option<String>,
-    /// Broadcast algorithm (flat, binomial, ompi-binomial, binary, knomial, chain, pipeline,
-    /// split-binary, scatter-ring, scatter-rd, ompi, han, topo-wave; parameters after a colon,
-    /// e.g. pipeline:seg=64KiB), or the all-to-all order (pairwise, simple-spread).
+    /// Broadcast algorithm by name, parameters after a colon (pipeline:seg=64KiB; `treecast
+    /// algorithms` lists them), or the all-to-all order (pairwise, simple-spread).
     #[arg(long)]
     algorithm: Option<String>,
     /// Rank placement on the topology's rank leaves: block or random:SEED.
@@ -110,11 +110,21 @@ pub fn run(args: Args) -> Result<(), CliError> {
             let alg = args.algorithm.as_deref().ok_or_else(|| {
                 CliError::Input(format!(
                     "--algorithm is required for a broadcast (one of: {})",
-                    Baseline::NAMES.join(", ")
+                    registry::names(None).join(", ")
                 ))
             })?;
-            let baseline: Baseline = alg.parse().map_err(input("--algorithm"))?;
-            let plan = baseline.build(&topo, &map, root, bytes).map_err(failed)?;
+            let algorithm: Algorithm = alg.parse().map_err(input("--algorithm"))?;
+            let plan = match algorithm {
+                Algorithm::Library(b) => b.build(&topo, &map, root, bytes).map_err(failed)?,
+                a => {
+                    let placed = relabelled(&topo, &map).map_err(input("--algorithm"))?;
+                    let opts = PlanOptions {
+                        algorithm: a,
+                        ..PlanOptions::default()
+                    };
+                    plan_broadcast(&placed, root, bytes, &opts).map_err(|e| CliError::Failed(e.to_string()))?
+                }
+            };
             let detail = format!(
                 "plan {} ({} messages, {} segment{})",
                 plan.info.algorithm,
@@ -123,7 +133,7 @@ pub fn run(args: Args) -> Result<(), CliError> {
                 if plan.nsegs == 1 { "" } else { "s" }
             );
             let r = simulate_plan(&topo, &plan, bytes, &opts).map_err(failed)?;
-            (baseline.to_string(), detail, r, bytes)
+            (algorithm.to_string(), detail, r, bytes)
         }
         Pattern::Alltoall { algo, bytes } => {
             let from_flag = args

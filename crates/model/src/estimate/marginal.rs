@@ -1,6 +1,6 @@
 //! One receiver's latency distribution.
 
-use super::{Normal, Pareto};
+use super::{Normal, NormalFit, Pareto, ParetoFit};
 use crate::util::rng::Rng;
 
 /// The latency of one receiver (or one link): the kinds [Kaishima2005] needs, including the degenerate
@@ -113,6 +113,46 @@ impl Marginal {
             }),
             Marginal::Normal(n) => Marginal::Normal(Normal { mu: n.mu + c, ..n }),
             Marginal::Point(v) => Marginal::Point(v + c),
+        }
+    }
+}
+
+/// The fits' receiver models live here, beside `Marginal`, so that the distributions
+/// (`normal`, `pareto`) stay below it.
+impl NormalFit {
+    /// The receiver model: a point mass at mu when sigma is 0 (the delta of [Kaishima2005]), else normal.
+    pub fn marginal(&self) -> Marginal {
+        if self.sigma > 0.0 {
+            Marginal::Normal(Normal {
+                mu: self.mu,
+                sigma: self.sigma,
+            })
+        } else {
+            Marginal::Point(self.mu)
+        }
+    }
+}
+
+impl ParetoFit {
+    /// The receiver model with the degenerate cases of [Kaishima2005]: a point mass at k for infinite
+    /// alpha, clipping at `x0 = k m^(1/alpha)` (Eq. 13) for `alpha <= 1`, else plain Pareto.
+    pub fn marginal(&self) -> Marginal {
+        if self.alpha.is_infinite() {
+            return Marginal::Point(self.k);
+        }
+        let p = Pareto {
+            k: self.k,
+            alpha: self.alpha,
+            shift: 0.0,
+            cap: None,
+        };
+        if self.alpha <= 1.0 {
+            Marginal::Pareto(Pareto {
+                cap: Some(self.truncation_point()),
+                ..p
+            })
+        } else {
+            Marginal::Pareto(p)
         }
     }
 }

@@ -742,6 +742,32 @@ impl MaxDistribution {
     }
 }
 
+/// E\[max\] of `n` iid normal receivers by quadrature (there is no closed form).
+pub fn normal_expected_max_iid(mu: f64, sigma: f64, n: f64) -> Result<f64, EstimateError> {
+    let m = if sigma > 0.0 {
+        Marginal::Normal(Normal::new(mu, sigma)?)
+    } else {
+        Marginal::Point(mu)
+    };
+    let mut set = MaxOf::new();
+    set.push_many(m, n)?;
+    Ok(set.distribution()?.expected_max())
+}
+
+/// The truncated E\[max\] of [Kaishima2005] (Eq. 12 and its n-receiver analogue): `∫_{k_l}^{x0} x dG(x)`
+/// with the *unclipped* `G = Π_j (1 - (k_j/x)^α_j)`, i.e. the probability mass beyond `x0` is
+/// dropped. Computed as our clipped model minus the atom it keeps:
+/// `E_clip - x0 (1 - G(x0))`. `receivers` are `(k, alpha)`; `x0` must exceed every k.
+pub fn paper_truncated_expected_max(receivers: &[(f64, f64)], x0: f64) -> Result<f64, EstimateError> {
+    let mut set = MaxOf::new().with_tolerance(1e-10);
+    let mut g = 1.0;
+    for &(k, a) in receivers {
+        set.push(Marginal::Pareto(Pareto::new(k, a)?.capped(x0)?));
+        g *= 1.0 - (k / x0).powf(a);
+    }
+    Ok(set.expected_max()? - x0 * (1.0 - g))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -958,7 +984,7 @@ mod tests {
                     / (ai + aj - 1.0))
         };
         let eq12 = kl * (term(k1, a1, k2, a2) + term(k2, a2, k1, a1));
-        let ours = pareto::paper_truncated_expected_max(&[(k1, a1), (k2, a2)], x0).unwrap();
+        let ours = super::super::paper_truncated_expected_max(&[(k1, a1), (k2, a2)], x0).unwrap();
         assert!((ours / eq12 - 1.0).abs() < 1e-8, "{ours} vs {eq12}");
         // The clipped model keeps the atom [Kaishima2005] drops: E_clip = E_paper + x0 P(max > x0).
         let g0 = (1.0 - (k1 / x0).powf(a1)) * (1.0 - (k2 / x0).powf(a2));

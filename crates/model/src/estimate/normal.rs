@@ -3,10 +3,11 @@
 //! Fit: sample mean and standard deviation of the window (`n - 1` denominator). A window whose
 //! samples are all equal has sigma 0: [Kaishima2005] then replaces the density with a delta at mu,
 //! which [`NormalFit::marginal`] does. There is no closed form for E\[max\] of n normals; it is
-//! computed by [`MaxOf`] quadrature ([`expected_max_iid`]). Quantiles of the maximum
+//! computed by [`MaxOf`](super::MaxOf) quadrature ([`super::normal_expected_max_iid`], beside
+//! `MaxOf` so that this module stays below it). Quantiles of the maximum
 //! of n iid normals are closed-form: `mu + sigma * Phi^-1(p^(1/n))`.
 
-use super::{EstimateError, Marginal, MaxOf};
+use super::EstimateError;
 use statrs::function::erf::{erfc, erfc_inv};
 use std::f64::consts::{FRAC_1_SQRT_2, SQRT_2};
 
@@ -92,20 +93,6 @@ pub struct NormalFit {
     pub m: usize,
 }
 
-impl NormalFit {
-    /// The receiver model: a point mass at mu when sigma is 0 (the delta of [Kaishima2005]), else normal.
-    pub fn marginal(&self) -> Marginal {
-        if self.sigma > 0.0 {
-            Marginal::Normal(Normal {
-                mu: self.mu,
-                sigma: self.sigma,
-            })
-        } else {
-            Marginal::Point(self.mu)
-        }
-    }
-}
-
 /// Fit the normal model to a window. Errors on an empty window or a non-finite sample.
 pub fn fit_normal(samples: &[f64]) -> Result<NormalFit, EstimateError> {
     if samples.is_empty() {
@@ -124,18 +111,6 @@ pub fn fit_normal(samples: &[f64]) -> Result<NormalFit, EstimateError> {
     Ok(NormalFit { mu, sigma, m })
 }
 
-/// E\[max\] of `n` iid normal receivers by quadrature (there is no closed form).
-pub fn expected_max_iid(mu: f64, sigma: f64, n: f64) -> Result<f64, EstimateError> {
-    let m = if sigma > 0.0 {
-        Marginal::Normal(Normal::new(mu, sigma)?)
-    } else {
-        Marginal::Point(mu)
-    };
-    let mut set = MaxOf::new();
-    set.push_many(m, n)?;
-    Ok(set.distribution()?.expected_max())
-}
-
 /// Quantile `p` of the maximum of `n` iid normal receivers: `mu + sigma * Phi^-1(p^(1/n))`,
 /// evaluated through the survival `1 - p^(1/n) = -expm1(ln p / n)` so large `n` keeps precision.
 pub fn max_quantile_iid(mu: f64, sigma: f64, n: f64, p: f64) -> f64 {
@@ -147,6 +122,7 @@ pub fn max_quantile_iid(mu: f64, sigma: f64, n: f64, p: f64) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::estimate::Marginal;
 
     #[test]
     fn std_normal_values() {
@@ -188,14 +164,14 @@ mod tests {
     #[test]
     fn iid_max_small_n() {
         // E[max of 2 standard normals] = 1/sqrt(pi); of 3: 3/(2 sqrt(pi)).
-        let e2 = expected_max_iid(0.0, 1.0, 2.0).unwrap();
+        let e2 = super::super::normal_expected_max_iid(0.0, 1.0, 2.0).unwrap();
         assert!((e2 - 1.0 / std::f64::consts::PI.sqrt()).abs() < 1e-8, "{e2}");
-        let e3 = expected_max_iid(5.0, 2.0, 3.0).unwrap();
+        let e3 = super::super::normal_expected_max_iid(5.0, 2.0, 3.0).unwrap();
         assert!(
             (e3 - (5.0 + 2.0 * 1.5 / std::f64::consts::PI.sqrt())).abs() < 1e-7,
             "{e3}"
         );
-        assert_eq!(expected_max_iid(5.0, 0.0, 3.0).unwrap(), 5.0);
+        assert_eq!(super::super::normal_expected_max_iid(5.0, 0.0, 3.0).unwrap(), 5.0);
         // Median of the max of 2: Phi(z)^2 = 1/2.
         let z = max_quantile_iid(0.0, 1.0, 2.0, 0.5);
         assert!((std_cdf(z).powi(2) - 0.5).abs() < 1e-12);

@@ -8,7 +8,7 @@
 //!   smallest survival a window of `m` samples can resolve. We model this as the latency being
 //!   *clipped* at x0 (`min(X, x0)`: a proper distribution with an atom of mass `1/m` at x0), so
 //!   quantiles, sampling and E\[max\] stay consistent. [Kaishima2005]'s own Eq. 12 integrates the
-//!   unclipped density only up to x0 and drops that atom; [`paper_truncated_expected_max`]
+//!   unclipped density only up to x0 and drops that atom; [`super::paper_truncated_expected_max`]
 //!   reproduces it for comparison.
 //!
 //! Identical receivers have a closed form (Eq. 8):
@@ -17,7 +17,7 @@
 //! sum cancels catastrophically: its terms grow like `2^n` while the result grows like `n^(1/α)`,
 //! so double precision is exhausted near n = 40..60.
 
-use super::{EstimateError, Marginal};
+use super::EstimateError;
 use crate::util::rng::Rng;
 use statrs::function::gamma::ln_gamma;
 
@@ -26,7 +26,7 @@ use statrs::function::gamma::ln_gamma;
 pub struct Pareto {
     /// Scale: the minimum of `Y` (> 0).
     pub k: f64,
-    /// Tail index (> 0, finite; an infinite index is a point mass, see [`Marginal::Point`]).
+    /// Tail index (> 0, finite; an infinite index is a point mass, see [`Marginal::Point`](super::Marginal::Point)).
     pub alpha: f64,
     /// Location shift `c` (the intra-cluster latency `c_i` of [Kaishima2005]); the support starts at `shift + k`.
     pub shift: f64,
@@ -184,27 +184,6 @@ pub struct ParetoFit {
 }
 
 impl ParetoFit {
-    /// The receiver model with the degenerate cases of [Kaishima2005]: a point mass at k for infinite
-    /// alpha, clipping at `x0 = k m^(1/alpha)` (Eq. 13) for `alpha <= 1`, else plain Pareto.
-    pub fn marginal(&self) -> Marginal {
-        if self.alpha.is_infinite() {
-            return Marginal::Point(self.k);
-        }
-        let p = Pareto {
-            k: self.k,
-            alpha: self.alpha,
-            shift: 0.0,
-            cap: None,
-        };
-        if self.alpha <= 1.0 {
-            Marginal::Pareto(Pareto {
-                cap: Some(self.truncation_point()),
-                ..p
-            })
-        } else {
-            Marginal::Pareto(p)
-        }
-    }
     /// The truncation point `x0 = k m^(1/alpha)` of [Kaishima2005] (Eq. 13).
     pub fn truncation_point(&self) -> f64 {
         self.k * (self.m as f64).powf(1.0 / self.alpha)
@@ -281,23 +260,10 @@ pub fn max_quantile_iid(k: f64, alpha: f64, n: f64, p: f64) -> f64 {
     k * q.powf(-1.0 / alpha)
 }
 
-/// The truncated E\[max\] of [Kaishima2005] (Eq. 12 and its n-receiver analogue): `∫_{k_l}^{x0} x dG(x)`
-/// with the *unclipped* `G = Π_j (1 - (k_j/x)^α_j)`, i.e. the probability mass beyond `x0` is
-/// dropped. Computed as our clipped model minus the atom it keeps:
-/// `E_clip - x0 (1 - G(x0))`. `receivers` are `(k, alpha)`; `x0` must exceed every k.
-pub fn paper_truncated_expected_max(receivers: &[(f64, f64)], x0: f64) -> Result<f64, EstimateError> {
-    let mut set = super::MaxOf::new().with_tolerance(1e-10);
-    let mut g = 1.0;
-    for &(k, a) in receivers {
-        set.push(Marginal::Pareto(Pareto::new(k, a)?.capped(x0)?));
-        g *= 1.0 - (k / x0).powf(a);
-    }
-    Ok(set.expected_max()? - x0 * (1.0 - g))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::estimate::Marginal;
 
     #[test]
     fn hill_fit_by_hand() {

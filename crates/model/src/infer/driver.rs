@@ -19,8 +19,8 @@
 //! in a random order, every branch (host siblings included) is checked, and the next ten hosts
 //! run `find_close_host` concurrently with the current insertion.
 
+use super::lengths::refit;
 use super::locate::{self, locate, LocateParams, Step};
-use super::refine::refit;
 use super::store::Store;
 use super::tree::{Branch, Point, WorkTree};
 use super::InferError;

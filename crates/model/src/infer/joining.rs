@@ -32,7 +32,7 @@
 //! contracting a real link moves every distance across it. A single link-length cut cannot make
 //! that distinction when the noise reaches a third of the shortest link.
 
-use super::refine::fit_links_weighted;
+use super::lengths::fit_lengths_weighted;
 use super::tree::WorkTree;
 use crate::util::rng::Rng;
 
@@ -250,7 +250,7 @@ pub(crate) fn fit_hosts(tree: &mut WorkTree, obs: &[(usize, usize, f64, f64)]) -
         .iter()
         .filter_map(|&(a, b, x, w)| Some((tree.vertex_of(a)?, tree.vertex_of(b)?, x, w)))
         .collect();
-    fit_links_weighted(tree, &vobs, 400);
+    fit_lengths_weighted(tree, &vobs, 400);
     vobs.iter()
         .map(|&(va, vb, x, wt)| wt * (x - tree.dist(va, vb)).powi(2))
         .sum()

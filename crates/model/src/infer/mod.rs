@@ -44,6 +44,7 @@ mod export;
 mod fit;
 mod graft;
 mod joining;
+mod lengths;
 mod locate;
 pub mod metrics;
 mod parts;
@@ -404,7 +405,7 @@ fn batch(
                 let merged = refine::contract_weighed(&mut t, &run.store, r.noise_s, refine::WEIGH_UPTO * r.noise_s);
                 if merged > 0 {
                     log::debug!("graft: {merged} short link(s) the joined tree does not support contracted");
-                    refine::refit(&mut t, &run.store, r.noise_s, 300);
+                    lengths::refit(&mut t, &run.store, r.noise_s, 300);
                 }
                 r.merged += merged;
                 let mut b = Builder::new(n, VecDeque::new());
@@ -624,7 +625,7 @@ fn all_pairs(run: &mut driver::Run, n: usize) -> Result<joining::Joined, InferEr
         sets += 1;
         j = join_measured(&run.store, n);
     }
-    refine::refit(&mut j.tree, &run.store, j.noise_s, 20);
+    lengths::refit(&mut j.tree, &run.store, j.noise_s, 20);
     Ok(j)
 }
 

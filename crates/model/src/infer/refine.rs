@@ -1,4 +1,5 @@
-//! After insertion: verification, adaptive merge, latency refit.
+//! After insertion: verification, adaptive merge, latency refit (the least squares itself is
+//! [`super::lengths`]).
 //!
 //! **Verification.** A host whose leaf is not a plain access link (judged with the final,
 //! shortest access length) may hide a switch or belong deeper than where it was placed with an
@@ -21,6 +22,7 @@
 //! Outliers (residual above five noise scales) are left out of the fit.
 
 use super::driver::{Builder, Run};
+use super::lengths::{refit, usable};
 use super::locate::{LocateParams, Step};
 use super::store::{median_of as median, Store};
 use super::tree::{Branch, WorkTree};
@@ -265,14 +267,6 @@ fn inconsistent(t: &WorkTree, s: &Store, h: usize, p: &LocateParams) -> usize {
         .count()
 }
 
-/// Usable measurements between hosts of the tree: (vertex a, vertex b, one-way distance).
-fn usable(t: &WorkTree, s: &Store) -> Vec<(usize, usize, f64)> {
-    s.pairs()
-        .filter(|&(a, b, _)| !s.is_bad(a, b))
-        .filter_map(|(a, b, o)| Some((t.vertex_of(a)?, t.vertex_of(b)?, o.d)))
-        .collect()
-}
-
 /// The noise scale of one-way distances: typical jitter interval, or the robust spread of the
 /// residuals against the tree, whichever is larger.
 fn noise_scale(t: &WorkTree, s: &Store) -> f64 {
@@ -389,86 +383,9 @@ fn merge_short_links(t: &mut WorkTree, threshold: f64) -> u64 {
     }
 }
 
-/// Non-negative least squares of all link lengths against the usable measurements, excluding
-/// those off by more than `5 * noise` (when `noise > 0`).
-pub(crate) fn refit(t: &mut WorkTree, s: &Store, noise: f64, sweeps: usize) {
-    let obs: Vec<(usize, usize, f64)> = usable(t, s)
-        .into_iter()
-        .filter(|&(a, b, d)| noise <= 0.0 || (d - t.dist(a, b)).abs() <= 5.0 * noise)
-        .collect();
-    fit_links(t, &obs, sweeps);
-}
-
-/// Non-negative least squares of all link lengths against `obs` (vertex, vertex, one-way
-/// distance), starting from (and gently pulled towards) the current lengths.
-pub(crate) fn fit_links(t: &mut WorkTree, obs: &[(usize, usize, f64)], sweeps: usize) {
-    let weighted: Vec<(usize, usize, f64, f64)> = obs.iter().map(|&(a, b, d)| (a, b, d, 1.0)).collect();
-    fit_links_weighted(t, &weighted, sweeps);
-}
-
-/// [`fit_links`] with a weight per observation (vertex, vertex, distance, weight): weighted
-/// least squares, weights being inverse noise variances where they differ between pairs.
-///
-/// Projected Gauss-Seidel over the links, done on the residuals: updating one link touches only
-/// the observations whose paths cross it, so a sweep costs the total path length of the
-/// observations, not the square of the number of links (what a dense normal matrix costs, and
-/// what made refitting a few-hundred-switch tree once per candidate link too slow). A small
-/// ridge pulls every link towards its current estimate, which decides links no measurement
-/// separates.
-pub(crate) fn fit_links_weighted(t: &mut WorkTree, obs: &[(usize, usize, f64, f64)], sweeps: usize) {
-    let links: Vec<usize> = t.vertices().filter(|&v| t.parent(v).is_some()).collect();
-    let m = links.len();
-    if m == 0 {
-        return;
-    }
-    let index: FastMap<usize, usize> = links.iter().enumerate().map(|(i, &v)| (v, i)).collect();
-    let mut x: Vec<f64> = links.iter().map(|&v| t.len(v)).collect();
-    let x0 = x.clone();
-    // Each observation's links, each link's observations, and the diagonal of the normal matrix.
-    let mut by_link: Vec<Vec<usize>> = vec![Vec::new(); m];
-    let mut diag = vec![0.0f64; m];
-    let mut resid: Vec<f64> = Vec::with_capacity(obs.len());
-    for (k, &(a, b, d, w)) in obs.iter().enumerate() {
-        let mut fitted = 0.0;
-        for p in t.path(a, b).windows(2) {
-            let (u, v) = (p[0].0, p[1].0);
-            let i = index[&if t.parent(u) == Some(v) { u } else { v }];
-            by_link[i].push(k);
-            diag[i] += w;
-            fitted += x[i];
-        }
-        resid.push(d - fitted);
-    }
-    let ridge = 1e-6 * (diag.iter().sum::<f64>() / m as f64).max(1.0);
-    for _ in 0..sweeps {
-        let mut change = 0.0f64;
-        for i in 0..m {
-            // Minimise sum_k w_k (r_k + x_i - x_i')^2 + ridge (x_i' - x0_i)^2 over x_i' >= 0.
-            let num: f64 = by_link[i].iter().map(|&k| obs[k].3 * (resid[k] + x[i])).sum::<f64>() + ridge * x0[i];
-            let xi = (num / (diag[i] + ridge)).max(0.0);
-            let delta = xi - x[i];
-            if delta != 0.0 {
-                for &k in &by_link[i] {
-                    resid[k] -= delta;
-                }
-                x[i] = xi;
-                change = change.max(delta.abs());
-            }
-        }
-        if change < 1e-13 {
-            break;
-        }
-    }
-    for (i, &v) in links.iter().enumerate() {
-        t.set_len(v, x[i]);
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::infer::tree::Point;
-    use crate::probe::PairMeasurement;
 
     #[test]
     fn threshold_sits_in_the_gap() {
@@ -485,22 +402,5 @@ mod tests {
         assert!((th - 0.2f64.sqrt()).abs() < 1e-9, "{th}");
         assert_eq!(merge_short_links(&mut t, th), 2);
         assert_eq!(t.switches().count(), 3);
-    }
-
-    #[test]
-    fn refit_recovers_lengths_from_consistent_measurements() {
-        // Star of 3 hosts with leaves 1, 2, 3; the tree starts with wrong lengths.
-        let mut t = WorkTree::new(3);
-        t.init_pair(0, 1, 5.0);
-        let v1 = t.vertex_of(1).unwrap();
-        t.attach(Point::On { child: v1, up: 2.5 }, 2, 1.0);
-        let mut s = Store::new(3);
-        for (a, b, d) in [(0, 1, 3.0), (0, 2, 4.0), (1, 2, 5.0)] {
-            s.add(PairMeasurement::from_set_minima(a, b, &[2.0 * d; 3]));
-        }
-        refit(&mut t, &s, 0.0, 300);
-        for (h, want) in [(0, 1.0), (1, 2.0), (2, 3.0)] {
-            assert!((t.leaf_len(h) - want).abs() < 1e-4, "host {h}: {}", t.leaf_len(h));
-        }
     }
 }

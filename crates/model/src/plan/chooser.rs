@@ -11,7 +11,7 @@
 //! * for messages of at least two minimum segments, segmented plans: the depth-first chain, the
 //!   two-tree over hosts (chain or two-tree inside hosts), the pipelined hierarchical tree and
 //!   k chains, each at a few segment counts around [`segment_count`]'s choice;
-//! * every MPI baseline of [`crate::sim::baselines`] (binomial, k-nomial, scatter + ring and
+//! * every MPI baseline of [`super::baselines`] (binomial, k-nomial, scatter + ring and
 //!   recursive-doubling allgather, Open MPI's fixed decision, HAN-like, ...; default
 //!   parameters), named `mpi:NAME`: a mature chooser must never pick a plan its own predictor
 //!   calls slower than one of the libraries' broadcasts, and on some trees one of them is the
@@ -27,7 +27,7 @@
 //! with [`Predictor::CostModel`]. A candidate that wins on its analytic estimate alone is then
 //! simulated (if within the limit) and the ranking redone, so the choice rests on the
 //! simulator whenever it can. The MPI baselines come last and are simulated only when a lower
-//! bound on their simulated time ([`crate::sim::baselines::bound`]: link loads, the ring's
+//! bound on their simulated time ([`super::baselines::screen`]: link loads, the ring's
 //! chain of dependent steps) is below the best prediction so far; otherwise they cannot win
 //! and are listed with that bound. The report says which predictor produced each number.
 //!
@@ -45,7 +45,9 @@
 //! 64 KiB and 0.15 s for 4 MiB; 0.2-0.6 s at 4,096 ranks, 0.6-0.9 s where scatter + recursive
 //! doubling must be simulated (ranks round-robin over hosts, 64 KiB: it wins there).
 
+use super::baselines::Baseline;
 use super::cost::{timeline_to_plan, CostModel};
+use super::error::PlanningError;
 use super::greedy::{greedy_timeline, GreedyOptions};
 use super::hier::{dfs_binomial, hier_tree_on};
 use super::optimal::{solve, OptimalOptions};
@@ -53,12 +55,11 @@ use super::pipeline::{
     access_bandwidth, depth, dfs_chain, estimate, host_two_trees_on, k_chains, plan_from_trees, segment_count,
     HostScheme, Tree, MIN_SEGMENT_BYTES,
 };
+use super::registry::Algorithm;
 use super::relay::Hierarchy;
 use super::replay::{replay, SegTransfer};
 use super::{trees, Plan};
 use crate::topology::Topology;
-use std::fmt;
-use std::str::FromStr;
 use std::time::{Duration, Instant};
 
 /// Communicators up to this size get the exact search in `auto`.
@@ -71,99 +72,6 @@ pub const AUTO_GREEDY_MAX_RANKS: usize = 64;
 pub const PREDICT_MESSAGE_LIMIT: usize = 600_000;
 /// How many segmented candidates (best analytic estimates first) are simulated.
 pub const SIMULATED_FAMILIES: usize = 2;
-
-/// Which planner to use.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Algorithm {
-    /// Predict every candidate, take the fastest.
-    Auto,
-    /// Branch and bound ([Hourai2004]), unsegmented.
-    Optimal,
-    /// Greedy earliest completion, unsegmented.
-    Greedy,
-    /// Hierarchical relay tree, unsegmented.
-    Hier,
-    /// Binomial tree over the depth-first order of the topology, unsegmented.
-    DfsBinomial,
-    /// Depth-first pipelined chain ([Shirai2007] §6.2).
-    Chain,
-    /// Two-tree over hosts, pipelined.
-    TwoTree,
-    /// The hierarchical relay tree, pipelined.
-    HierPipeline,
-    /// k chains from the root, pipelined.
-    KChains(u32),
-    /// Binomial tree in rank order (topology-agnostic baseline).
-    Binomial,
-}
-
-impl Algorithm {
-    pub const NAMES: &'static [&'static str] = &[
-        "auto",
-        "optimal",
-        "greedy",
-        "hier",
-        "dfs-binomial",
-        "chain",
-        "two-tree",
-        "hier-pipeline",
-        "k-chains[:K]",
-        "binomial",
-    ];
-}
-
-impl FromStr for Algorithm {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        let s = s.trim();
-        if let Some(k) = s.strip_prefix("k-chains") {
-            let k = match k.strip_prefix(':') {
-                None if k.is_empty() => 2,
-                Some(v) => v
-                    .parse::<u32>()
-                    .ok()
-                    .filter(|&k| k >= 1)
-                    .ok_or_else(|| format!("algorithm k-chains:K needs an integer K >= 1, got '{v}'"))?,
-                None => return Err(format!("unknown algorithm '{s}'")),
-            };
-            return Ok(Algorithm::KChains(k));
-        }
-        Ok(match s {
-            "auto" => Algorithm::Auto,
-            "optimal" => Algorithm::Optimal,
-            "greedy" => Algorithm::Greedy,
-            "hier" => Algorithm::Hier,
-            "dfs-binomial" => Algorithm::DfsBinomial,
-            "chain" => Algorithm::Chain,
-            "two-tree" => Algorithm::TwoTree,
-            "hier-pipeline" => Algorithm::HierPipeline,
-            "binomial" => Algorithm::Binomial,
-            _ => {
-                return Err(format!(
-                    "unknown algorithm '{s}' (expected one of: {})",
-                    Algorithm::NAMES.join(", ")
-                ))
-            }
-        })
-    }
-}
-
-impl fmt::Display for Algorithm {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Algorithm::Auto => f.write_str("auto"),
-            Algorithm::Optimal => f.write_str("optimal"),
-            Algorithm::Greedy => f.write_str("greedy"),
-            Algorithm::Hier => f.write_str("hier"),
-            Algorithm::DfsBinomial => f.write_str("dfs-binomial"),
-            Algorithm::Chain => f.write_str("chain"),
-            Algorithm::TwoTree => f.write_str("two-tree"),
-            Algorithm::HierPipeline => f.write_str("hier-pipeline"),
-            Algorithm::KChains(k) => write!(f, "k-chains:{k}"),
-            Algorithm::Binomial => f.write_str("binomial"),
-        }
-    }
-}
 
 /// How predicted times are obtained.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
@@ -250,7 +158,7 @@ pub struct Planned {
 
 /// The plan for a broadcast of `bytes` from `root` on `topo` (rank leaves 0..n-1 are the
 /// communicator's ranks).
-pub fn plan_broadcast(topo: &Topology, root: u32, bytes: u64, opts: &PlanOptions) -> Result<Plan, String> {
+pub fn plan_broadcast(topo: &Topology, root: u32, bytes: u64, opts: &PlanOptions) -> Result<Plan, PlanningError> {
     plan_detailed(topo, root, bytes, opts).map(|p| p.plan)
 }
 
@@ -292,14 +200,14 @@ impl Candidate {
 }
 
 /// [`plan_broadcast`] with the candidates' predictions and the chosen plan's message timing.
-pub fn plan_detailed(topo: &Topology, root: u32, bytes: u64, opts: &PlanOptions) -> Result<Planned, String> {
+pub fn plan_detailed(topo: &Topology, root: u32, bytes: u64, opts: &PlanOptions) -> Result<Planned, PlanningError> {
     let start = Instant::now();
     let n = topo.num_ranks();
     if n == 0 {
-        return Err("the topology has no ranks".into());
+        return Err(PlanningError::NoRanks);
     }
     if root as usize >= n {
-        return Err(format!("root {root} out of range for {n} ranks"));
+        return Err(PlanningError::RootOutOfRange { root, nranks: n });
     }
     let model = CostModel::new(topo, bytes);
     let lower_bound = super::bound::pipelined_lower_bound(topo, root, bytes);
@@ -367,46 +275,67 @@ pub fn plan_detailed(topo: &Topology, root: u32, bytes: u64, opts: &PlanOptions)
     if algo == Algorithm::DfsBinomial || auto {
         cands.push(unsegmented("dfs-binomial", dfs_binomial(topo, root)));
     }
-    if algo == Algorithm::Binomial || auto {
-        cands.push(unsegmented("binomial", trees::binomial(n as u32, root)));
+    // The rank-order binomial tree: a safety net of `auto`, and the MPI libraries' algorithms
+    // when one is asked for by name (built as the library builds it).
+    const SAFETY_NET: Baseline = Baseline::Binomial { seg: 0 };
+    if auto {
+        cands.push(unsegmented(&SAFETY_NET.to_string(), trees::binomial(n as u32, root)));
+    }
+    if let Algorithm::Library(b) = algo {
+        let ident: Vec<u32> = (0..n as u32).collect();
+        let plan = b.build(topo, &ident, root, bytes)?;
+        cands.push(Candidate {
+            name: b.to_string(),
+            body: Body::Plan(plan),
+            estimate: None,
+            model_time: None,
+        });
     }
     let segmentable = bytes >= 2 * MIN_SEGMENT_BYTES;
-    let families: Vec<(&str, Vec<Tree>)> = {
+    // Each pipelined family as the algorithm that names it, with its trees.
+    let families: Vec<(Algorithm, Vec<Tree>)> = {
         let mut f = Vec::new();
-        let want = |a: Algorithm| algo == a || auto && segmentable;
-        if want(Algorithm::Chain) {
-            f.push(("chain", vec![dfs_chain(topo, root)]));
+        let asked = |a: &Algorithm| std::mem::discriminant(a) == std::mem::discriminant(&algo);
+        let want = |a: &Algorithm| asked(a) || auto && segmentable;
+        let chain = Algorithm::DfsChain { segs: None };
+        if want(&chain) {
+            f.push((chain, vec![dfs_chain(topo, root)]));
         }
-        if want(Algorithm::TwoTree) {
-            let [a, b] = host_two_trees_on(topo, root, &hierarchy, HostScheme::Chain);
-            f.push(("two-tree", vec![a, b]));
-            if auto {
-                let [a, b] = host_two_trees_on(topo, root, &hierarchy, HostScheme::TwoTree);
-                f.push(("two-tree:host-two-tree", vec![a, b]));
+        for hosts in [HostScheme::Chain, HostScheme::TwoTree] {
+            let a = Algorithm::TwoTree { hosts, segs: None };
+            let explicit = matches!(algo, Algorithm::TwoTree { hosts: h, .. } if h == hosts);
+            if explicit || auto && segmentable {
+                let [t1, t2] = host_two_trees_on(topo, root, &hierarchy, hosts);
+                f.push((a, vec![t1, t2]));
             }
         }
-        if want(Algorithm::HierPipeline) {
-            f.push(("hier-pipeline", vec![hier_of()]));
+        let hp = Algorithm::HierPipeline { segs: None };
+        if want(&hp) {
+            f.push((hp, vec![hier_of()]));
         }
-        if let Algorithm::KChains(k) = algo {
-            f.push(("k-chains", vec![k_chains(topo, root, k as usize)]));
+        if let Algorithm::KChains { k, .. } = algo {
+            f.push((
+                Algorithm::KChains { k, segs: None },
+                vec![k_chains(topo, root, k as usize)],
+            ));
         } else if auto && segmentable && n >= 8 {
-            for k in [2usize, 4] {
+            for k in [2u32, 4] {
                 f.push((
-                    if k == 2 { "k-chains:2" } else { "k-chains:4" },
-                    vec![k_chains(topo, root, k)],
+                    Algorithm::KChains { k, segs: None },
+                    vec![k_chains(topo, root, k as usize)],
                 ));
             }
         }
         f
     };
-    for (name, trees_) in families {
+    let forced_segments = algo.segments().or(opts.segments);
+    for (family, trees_) in families {
         let k = trees_.len() as u32;
         let d = trees_.iter().map(|t| depth(t, root)).max().unwrap_or(1);
         let trees_ = &trees_;
         let bw = access_bandwidth(topo, root).min(1e15);
         let base = segment_count(bytes, d, bw, k, overhead);
-        let counts: Vec<u32> = match opts.segments {
+        let counts: Vec<u32> = match forced_segments {
             Some(s) => vec![s.max(k)],
             None => {
                 let mut c: Vec<u32> = [base / 2, base, base * 2, base * 4]
@@ -428,14 +357,16 @@ pub fn plan_detailed(topo: &Topology, root: u32, bytes: u64, opts: &PlanOptions)
         }
         let (e, s) = best.expect("at least one segment count");
         cands.push(Candidate {
-            name: format!("{name}:segs={s}"),
+            name: family.with_segments(s).to_string(),
             body: Body::Trees(trees_.clone(), s),
             estimate: Some(e),
             model_time: None,
         });
     }
     if cands.is_empty() {
-        return Err(format!("algorithm '{algo}' produced no plan"));
+        return Err(PlanningError::NoCandidate {
+            algorithm: algo.to_string(),
+        });
     }
     // Predict and choose. Segmented variants are simulated only for the SIMULATED_FAMILIES
     // best analytic estimates (and within the message limit); the rest keep their estimate.
@@ -580,10 +511,10 @@ fn argmin(evaluated: &[Evaluated]) -> Option<usize> {
 /// `Evaluated::by` of a baseline that was not simulated: its time is at least the number shown.
 const LOWER_BOUND: &str = "lower bound";
 
-/// Rank every MPI baseline of `sim::baselines` (default parameters, identity placement: the
+/// Rank every MPI baseline of `plan::baselines` (default parameters, identity placement: the
 /// topology's rank leaves are the communicator's ranks) against the best of `evaluated`, and
 /// append each to `evaluated` as `mpi:NAME`. A baseline is simulated only if its lower bound
-/// ([`crate::sim::baselines::bound`]) is below the best time so far — otherwise its simulated
+/// ([`super::baselines::screen`]) is below the best time so far — otherwise its simulated
 /// time could not be lower — and if it has at most [`PREDICT_MESSAGE_LIMIT`] messages;
 /// a plan identical to an earlier baseline's (Open MPI's fixed decision is one of the others)
 /// reuses that result. Baselines that are invalid or need more segments than the size class
@@ -597,7 +528,7 @@ fn rank_baselines(
     overhead: f64,
     evaluated: &mut Vec<Evaluated>,
 ) -> Option<(usize, Plan, Option<Vec<SegTransfer>>)> {
-    use crate::sim::baselines::{bound, Baseline};
+    use super::baselines::screen;
     let n = topo.num_ranks() as u32;
     let ident: Vec<u32> = (0..n).collect();
     let max_segs = super::class_max_segments(super::size_class(bytes));
@@ -606,10 +537,10 @@ fn rank_baselines(
     let mut seen: Vec<(Plan, f64, &'static str)> = Vec::new();
     for b in Baseline::all() {
         let best = argmin(evaluated).map_or(f64::INFINITY, |i| evaluated[i].predicted_s);
-        let Ok(s) = bound::screen(&b, topo, &ident, root, bytes, PREDICT_MESSAGE_LIMIT) else {
+        let Ok(s) = screen::screen(&b, topo, &ident, root, bytes, PREDICT_MESSAGE_LIMIT) else {
             continue;
         };
-        let mut name = format!("mpi:{b}");
+        let name = format!("mpi:{b}");
         let Some(plan) = s.plan else {
             let by = if s.bound >= best {
                 LOWER_BOUND
@@ -625,11 +556,6 @@ fn rank_baselines(
         };
         if plan.nsegs > max_segs {
             continue;
-        }
-        let base = b.to_string();
-        let base = base.split(':').next().unwrap_or_default();
-        if !plan.info.algorithm.ends_with(base) {
-            name = format!("{name} ({})", plan.info.algorithm);
         }
         if let Some((_, t, by)) = seen.iter().find(|(q, _, _)| q.nsegs == plan.nsegs && q.ops == plan.ops) {
             evaluated.push(Evaluated {
@@ -731,6 +657,7 @@ mod tests {
             "greedy",
             "hier",
             "dfs-binomial",
+            "dfs-chain",
             "chain",
             "two-tree",
             "hier-pipeline",
@@ -738,12 +665,19 @@ mod tests {
         ] {
             assert_eq!(s.parse::<Algorithm>().unwrap().to_string(), s);
         }
-        assert_eq!("k-chains:3".parse::<Algorithm>(), Ok(Algorithm::KChains(3)));
-        assert_eq!("k-chains".parse::<Algorithm>(), Ok(Algorithm::KChains(2)));
+        assert_eq!(
+            "k-chains:3".parse::<Algorithm>(),
+            Ok(Algorithm::KChains { k: 3, segs: None })
+        );
+        assert_eq!(
+            "k-chains".parse::<Algorithm>(),
+            Ok(Algorithm::KChains { k: 2, segs: None })
+        );
         assert!("k-chains:0".parse::<Algorithm>().is_err());
         assert!("fastest"
             .parse::<Algorithm>()
             .unwrap_err()
+            .to_string()
             .contains("unknown algorithm"));
     }
 
@@ -795,7 +729,7 @@ mod tests {
 
     #[test]
     fn auto_is_never_slower_than_an_mpi_baseline_beyond_the_margin() {
-        use crate::sim::baselines::Baseline;
+        use crate::plan::baselines::Baseline;
         use crate::sim::simulate_plan;
         // Small 2-level trees with 4:1 uplinks, ranks in block order and round-robin over hosts.
         let mut cases = Vec::new();

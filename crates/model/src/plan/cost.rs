@@ -15,6 +15,7 @@
 //! completion. [`evaluate`] replays a sequence; [`timeline_to_plan`] turns the result into the
 //! `Plan` that `exec` and `sim` run.
 
+use super::error::{PlanningError, TransferFault};
 use super::{Op, Plan, SegRange};
 use crate::topology::{Duplex, Topology, VertexId};
 
@@ -396,22 +397,28 @@ impl Placement {
 
 /// Replay a sequence of transfers `(src, dst)` under the model. Errors name the first bad step
 /// (a sender without the data, a receiver that already has it, an unknown rank).
-pub fn evaluate(model: &CostModel, root: u32, seq: &[(u32, u32)]) -> Result<Timeline, String> {
+pub fn evaluate(model: &CostModel, root: u32, seq: &[(u32, u32)]) -> Result<Timeline, PlanningError> {
     let n = model.num_ranks() as u32;
     if root >= n {
-        return Err(format!("root {root} out of range for {n} ranks"));
+        return Err(PlanningError::RootOutOfRange {
+            root,
+            nranks: n as usize,
+        });
     }
     let mut p = Placement::new(model, root);
     let mut transfers = Vec::with_capacity(seq.len());
     for (i, &(s, r)) in seq.iter().enumerate() {
-        if s >= n || r >= n {
-            return Err(format!("transfer {i}: rank out of range ({s} -> {r})"));
-        }
-        if !p.has(s) {
-            return Err(format!("transfer {i}: sender {s} does not hold the data yet"));
-        }
-        if p.has(r) {
-            return Err(format!("transfer {i}: receiver {r} already holds the data"));
+        let fault = if s >= n || r >= n {
+            Some(TransferFault::RankOutOfRange { src: s, dst: r })
+        } else if !p.has(s) {
+            Some(TransferFault::SenderLacksData(s))
+        } else if p.has(r) {
+            Some(TransferFault::ReceiverHasData(r))
+        } else {
+            None
+        };
+        if let Some(fault) = fault {
+            return Err(PlanningError::Transfer { index: i, fault });
         }
         transfers.push(p.add(model, s, r));
     }
@@ -579,7 +586,10 @@ mod tests {
         let plan = timeline_to_plan(3, &tl, "test");
         plan.validate().unwrap();
         assert_eq!(plan.tree_parents().unwrap(), vec![2, 0, u32::MAX]);
-        assert!(evaluate(&m, 0, &[(1, 2)]).unwrap_err().contains("sender 1"));
-        assert!(evaluate(&m, 0, &[(0, 1), (0, 1)]).unwrap_err().contains("already"));
+        assert!(evaluate(&m, 0, &[(1, 2)]).unwrap_err().to_string().contains("sender 1"));
+        assert!(evaluate(&m, 0, &[(0, 1), (0, 1)])
+            .unwrap_err()
+            .to_string()
+            .contains("already"));
     }
 }

@@ -15,28 +15,37 @@
 //! | [`hier`] | hierarchical per-switch planning |
 //! | [`pipeline`] | segmented plans: chains, two-trees, pipelined trees; segment counts |
 //! | [`replay`] | predicted time of any plan under the cost model |
+//! | [`registry`] | every algorithm by name: parameters, family, help; `Algorithm` |
 //! | [`chooser`] | `plan_broadcast`: candidates, prediction, choice |
 //! | [`render`] | Gantt chart of a plan |
+//! | [`baselines`] | the MPI libraries' broadcast algorithms as plans (the baselines to beat) |
+//!
+//! The `Plan` type itself lives in [`crate::schedule`] (re-exported here), so the simulator
+//! runs plans without depending on the planners that make them.
 
+pub mod baselines;
 pub mod bound;
 pub mod canon;
 pub mod chooser;
 pub mod cost;
+mod error;
 pub mod greedy;
 pub mod hier;
 pub mod optimal;
 pub mod pipeline;
+pub mod registry;
 pub mod relay;
 pub mod render;
 pub mod replay;
-mod schedule;
 pub mod trees;
 
-pub use chooser::{plan_broadcast, plan_detailed, Algorithm, PlanOptions, Planned};
-pub use schedule::{
+pub use crate::schedule::{
     class_max_segments, class_representative, range_bounds, seg_bounds, size_class, Op, Plan, PlanError, PlanInfo,
     SegRange,
 };
+pub use chooser::{plan_broadcast, plan_detailed, PlanOptions, Planned};
+pub use error::{PlanningError, TransferFault};
+pub use registry::{Algorithm, Family, NameError};
 
 /// Segment size used by the topology-agnostic pipeline for long messages.
 pub const DEFAULT_SEGMENT_BYTES: u64 = 128 * 1024;
@@ -46,7 +55,7 @@ pub const PIPELINE_THRESHOLD_BYTES: u64 = 512 * 1024;
 
 /// The plan without a network topology (one host, or none known): the algorithm Open MPI's
 /// tuned component picks for `nranks` and `bytes` (its fixed decision table, measured on real
-/// machines; see [`crate::sim::baselines::ompi::decision`]), to be run with treecast's sends.
+/// machines; see [`baselines::ompi::decision`]), to be run with treecast's sends.
 /// Without a network there is nothing for topology to win, and the library's table beats any one
 /// fixed shape (a binomial tree lost 1.5x to its k-nomial at 128 B - 2 KiB on 8 ranks of one
 /// host). [`default_plan`] stands in when that plan has more segments than the size class of
@@ -55,7 +64,7 @@ pub fn library_plan(nranks: u32, root: u32, bytes: u64) -> Plan {
     if nranks <= 1 || bytes == 0 {
         return Plan::empty(nranks, root, "none");
     }
-    let p = crate::sim::baselines::ompi::default_bcast(nranks, root, bytes);
+    let p = baselines::ompi::default_bcast(nranks, root, bytes);
     if p.nsegs <= class_max_segments(size_class(bytes)) {
         p
     } else {
@@ -64,22 +73,19 @@ pub fn library_plan(nranks: u32, root: u32, bytes: u64) -> Plan {
 }
 
 /// Topology-agnostic plan for `bytes` from `root` on `nranks` ranks: an unsegmented binomial tree
-/// for short messages (latency-bound: depth log2 n), a segmented binomial pipeline for long ones
-/// (bandwidth-bound: every link streams segments concurrently).
+/// for short messages (latency-bound: depth log2 n), a binomial tree pipelined in
+/// [`DEFAULT_SEGMENT_BYTES`] segments for long ones (bandwidth-bound: every link streams segments
+/// concurrently). Named `binomial` / `binomial:seg=131072`, the registry's names for them.
 pub fn default_plan(nranks: u32, root: u32, bytes: u64) -> Plan {
     if nranks <= 1 || bytes == 0 {
         return Plan::empty(nranks, root, "none");
     }
-    let children = trees::binomial(nranks, root);
-    if bytes < PIPELINE_THRESHOLD_BYTES {
-        let mut p = Plan::from_tree(root, &children, 1, "binomial");
-        p.info.planned_bytes = bytes;
-        return p;
-    }
-    let nsegs = bytes
-        .div_ceil(DEFAULT_SEGMENT_BYTES)
-        .clamp(1, class_max_segments(size_class(bytes)) as u64) as u32;
-    let mut p = Plan::from_tree(root, &children, nsegs, "binomial-pipeline");
-    p.info.planned_bytes = bytes;
-    p
+    let seg = if bytes < PIPELINE_THRESHOLD_BYTES {
+        0
+    } else {
+        DEFAULT_SEGMENT_BYTES
+    };
+    baselines::Baseline::Binomial { seg }
+        .build_ranks(nranks, root, bytes)
+        .expect("the binomial tree needs no topology")
 }

@@ -31,6 +31,7 @@
 use super::bound::{BoundScratch, Bounds};
 use super::canon::{Labeller, Root};
 use super::cost::{earliest_start, Candidate, CostModel, Placement, Profile, Route, Timeline, Transfer};
+use super::error::PlanningError;
 use super::greedy;
 use crate::topology::{Topology, VertexKind};
 use std::collections::HashMap;
@@ -93,18 +94,19 @@ pub const TIME_CHECK_NODES: u64 = 256;
 pub const MAX_RANKS: usize = 256;
 
 /// Find a fastest broadcast schedule from `root` under the [Hourai2004] model.
-pub fn solve(topo: &Topology, root: u32, bytes: u64, opts: &OptimalOptions) -> Result<OptimalResult, String> {
+pub fn solve(topo: &Topology, root: u32, bytes: u64, opts: &OptimalOptions) -> Result<OptimalResult, PlanningError> {
     let n = topo.num_ranks();
     if n == 0 {
-        return Err("the topology has no ranks".into());
+        return Err(PlanningError::NoRanks);
     }
     if root as usize >= n {
-        return Err(format!("root {root} out of range for {n} ranks"));
+        return Err(PlanningError::RootOutOfRange { root, nranks: n });
     }
     if n > MAX_RANKS {
-        return Err(format!(
-            "exact search is limited to {MAX_RANKS} ranks, the topology has {n}"
-        ));
+        return Err(PlanningError::TooManyRanks {
+            limit: MAX_RANKS,
+            nranks: n,
+        });
     }
     let start = Instant::now();
     let model = CostModel::new(topo, bytes);
@@ -168,7 +170,12 @@ pub fn solve(topo: &Topology, root: u32, bytes: u64, opts: &OptimalOptions) -> R
 /// [`solve`] as a tree plan (each rank receives once, then sends in start-time order) with
 /// [`PlanInfo`](super::PlanInfo) filled in: `predicted_time_s` is the schedule's time under the
 /// [Hourai2004] model, `lower_bound_s` the proven bound (equal to it when proven).
-pub fn optimal_plan(topo: &Topology, root: u32, bytes: u64, opts: &OptimalOptions) -> Result<super::Plan, String> {
+pub fn optimal_plan(
+    topo: &Topology,
+    root: u32,
+    bytes: u64,
+    opts: &OptimalOptions,
+) -> Result<super::Plan, PlanningError> {
     let r = solve(topo, root, bytes, opts)?;
     let mut p = super::cost::timeline_to_plan(topo.num_ranks() as u32, &r.timeline, "optimal");
     p.info.planned_bytes = bytes;

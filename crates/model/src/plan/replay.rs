@@ -13,6 +13,7 @@
 //! message like the simulator does, but contention as delay rather than max-min sharing.
 
 use super::cost::{earliest_start, reserve, CostModel, Profile, Route};
+use super::error::PlanningError;
 use super::{range_bounds, Op, Plan, SegRange};
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
@@ -59,14 +60,13 @@ enum Event {
 }
 
 /// Replay `plan` for a message of `bytes` (the plan must be valid; see [`Plan::validate`]).
-pub fn replay(model: &CostModel, plan: &Plan, bytes: u64) -> Result<Replay, String> {
+pub fn replay(model: &CostModel, plan: &Plan, bytes: u64) -> Result<Replay, PlanningError> {
     let n = plan.nranks as usize;
     if n != model.num_ranks() {
-        return Err(format!(
-            "the plan has {} ranks, the topology {}",
-            plan.nranks,
-            model.num_ranks()
-        ));
+        return Err(PlanningError::RankCountMismatch {
+            plan: plan.nranks,
+            topology: model.num_ranks(),
+        });
     }
     let ns = plan.nsegs as usize;
     // A one-byte model gives every pair's hops and shares (they do not depend on the size).
@@ -160,7 +160,7 @@ pub fn replay(model: &CostModel, plan: &Plan, bytes: u64) -> Result<Replay, Stri
         }
     }
     if let Some(r) = (0..n).find(|&r| missing[r] > 0) {
-        return Err(format!("replay stalled: rank {r} never receives everything"));
+        return Err(PlanningError::ReplayStalled { rank: r });
     }
     Ok(Replay {
         makespan,

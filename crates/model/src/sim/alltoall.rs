@@ -53,9 +53,7 @@ pub fn schedule(algo: AlltoallAlgo, n: u32) -> Result<Vec<Vec<u32>>, SimError> {
         AlltoallAlgo::SimpleSpread => Ok((0..n).map(|s| (1..n).map(|p| (s + p) % n).collect()).collect()),
         AlltoallAlgo::Pairwise => {
             if !n.is_power_of_two() {
-                return Err(SimError(format!(
-                    "pairwise (XOR) all-to-all needs a power-of-two number of ranks, got {n}"
-                )));
+                return Err(SimError::PairwiseNeedsPowerOfTwo { nranks: n });
             }
             Ok((0..n).map(|s| (1..n).map(|p| s ^ p).collect()).collect())
         }
@@ -89,7 +87,7 @@ pub fn simulate_messages(topo: &Topology, sends: &[Vec<(u32, u64)>], opts: &SimO
             .find(|&&(d, _)| d as usize >= n || d as usize == r)
             .map(|x| (r, x))
     }) {
-        return Err(SimError(format!("rank {r} sends to invalid peer {d}")));
+        return Err(SimError::InvalidSendPeer { rank: r, peer: d });
     }
     let flat = FlatOps::new(sends, |&(d, _)| Some(d));
     let mut sim = FlowSim::new(topo);

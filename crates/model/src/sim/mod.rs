@@ -2,18 +2,16 @@
 //!
 //! It runs any broadcast [`Plan`] — or a message pattern such as an all-to-all — on any
 //! [`Topology`] at thousands of ranks, so the planner can choose among candidate plans by
-//! predicted time and we can compare against the MPI libraries' own algorithms beyond what one
-//! machine can launch.
+//! predicted time and we can compare against the MPI libraries' own algorithms
+//! ([`crate::plan::baselines`]) beyond what one machine can launch. It knows plans only as
+//! schedules ([`crate::schedule`]), never the planners, so `plan` can predict with it.
 //!
 //! * [`flow`]: the engine. Flows along tree paths, exact max-min fair sharing by progressive
 //!   filling, per-hop latency, FIFO channels; the model is documented precisely there.
-//! * [`simulate_plan`]: runs a plan with the execution semantics of `plan::schedule` (receives
+//! * [`simulate_plan`]: runs a plan with the execution semantics of [`crate::schedule`] (receives
 //!   pre-posted; sends issued in list order once their segments are present, so a rank forwards
 //!   only what it has fully received: store-and-forward per message, pipelining across
 //!   segments).
-//! * [`baselines`]: the MPI libraries' broadcast algorithms as plans (binomial, binary, k-nomial,
-//!   chain/pipeline, scatter + ring / recursive-doubling allgather, Open MPI 4.1's fixed
-//!   decision, a HAN-like two-level scheme, MPICH's topology-wave tree).
 //! * [`alltoall`]: all-to-all patterns (simple spread, pairwise exchange).
 //! * [`placement`]: which topology rank leaf each MPI rank runs on (block or random).
 //! * [`pattern`]: `bcast:root=R,bytes=N` / `alltoall:algo=A,bytes=N` as the CLI spells them.
@@ -36,20 +34,21 @@
 //! worse, and scaling every bandwidth by c (no latency) speeds any plan up exactly c times.
 
 pub mod alltoall;
-pub mod baselines;
-mod exec_plan;
+mod error;
 pub mod flow;
 mod iheap;
 pub mod maxmin;
-mod network;
+pub(crate) mod network;
 pub mod pattern;
 pub mod placement;
+mod run_plan;
 pub mod smpi;
 #[cfg(test)]
 mod tests;
 
-use crate::plan::{Plan, SegRange};
+use crate::schedule::{Plan, SegRange};
 use crate::topology::Topology;
+pub use error::SimError;
 pub use flow::{Delivery, EngineStats, FlowSim, ResourceUsage};
 
 /// Simulation options. `Default` is what the planner wants: non-blocking sends, identity
@@ -81,7 +80,7 @@ pub struct SimOptions {
     /// messages that no MPI library delivers; 0 is the pure flow model.
     pub send_overhead_s: f64,
     /// Messages longer than this many bytes are sent by rendezvous: their data leaves after a
-    /// handshake (see `exec_plan`). `None`: every message leaves at once.
+    /// handshake (see `run_plan`). `None`: every message leaves at once.
     pub rendezvous_bytes: Option<f64>,
 }
 
@@ -119,17 +118,6 @@ pub struct SimResult {
     /// Work the engine did.
     pub stats: EngineStats,
 }
-
-/// Why a simulation could not run.
-#[derive(Clone, Debug, PartialEq)]
-pub struct SimError(pub String);
-
-impl std::fmt::Display for SimError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-impl std::error::Error for SimError {}
 
 /// Flat numbering of per-rank op lists (the engine tag of item i of rank r is `base[r] + i`),
 /// the owner of every flat item, and a FIFO channel per ordered pair that exchanges messages,
@@ -185,5 +173,5 @@ pub(crate) fn finish(
 /// Simulate `plan` broadcasting `bytes` on `topo` (ranks of the plan = rank leaves of `topo`,
 /// mapped through [`SimOptions::placement`]).
 pub fn simulate_plan(topo: &Topology, plan: &Plan, bytes: u64, opts: &SimOptions) -> Result<SimResult, SimError> {
-    exec_plan::run(topo, plan, bytes, opts)
+    run_plan::run(topo, plan, bytes, opts)
 }

@@ -27,9 +27,10 @@ impl Placement {
     /// ranks on `nleaves` leaves.
     pub fn map(&self, nranks: u32, nleaves: usize) -> Result<Vec<u32>, SimError> {
         if nranks as usize > nleaves {
-            return Err(SimError(format!(
-                "{nranks} ranks do not fit on a topology with {nleaves} rank leaves"
-            )));
+            return Err(SimError::RanksDoNotFit {
+                nranks,
+                leaves: nleaves,
+            });
         }
         let mut all: Vec<u32> = (0..nleaves as u32).collect();
         if let Placement::Random(seed) = *self {
@@ -80,23 +81,43 @@ pub fn endpoints(topo: &Topology) -> Vec<VertexId> {
     }
 }
 
+/// `topo` with MPI rank r on the endpoint `map[r]` ([`endpoints`] order), for planners that
+/// take a topology whose rank leaves are the communicator in rank order. `map` must place a
+/// rank on every endpoint: a planner would otherwise plan for ranks that do not take part.
+pub fn relabelled(topo: &Topology, map: &[u32]) -> Result<Topology, SimError> {
+    let ends = endpoints(topo);
+    if map.len() != ends.len() {
+        return Err(SimError::NotEveryLeaf {
+            nranks: map.len(),
+            leaves: ends.len(),
+        });
+    }
+    let vertices = resolve(topo, map.len() as u32, Some(map))?;
+    let mut b = topo.to_builder();
+    for (r, &v) in vertices.iter().enumerate() {
+        b.vertices[v].kind = crate::topology::VertexKind::Rank;
+        b.vertices[v].rank = Some(r as u32);
+    }
+    b.build().map_err(SimError::Topology)
+}
+
 /// Vertex of every MPI rank `0..nranks` under an explicit placement map (or the identity).
 pub(crate) fn resolve(topo: &Topology, nranks: u32, map: Option<&[u32]>) -> Result<Vec<VertexId>, SimError> {
     let ends = endpoints(topo);
     if nranks as usize > ends.len() {
-        return Err(SimError(format!(
-            "{nranks} ranks do not fit on a topology with {} rank leaves",
-            ends.len()
-        )));
+        return Err(SimError::RanksDoNotFit {
+            nranks,
+            leaves: ends.len(),
+        });
     }
     match map {
         None => Ok(ends[..nranks as usize].to_vec()),
         Some(m) => {
             if m.len() != nranks as usize {
-                return Err(SimError(format!(
-                    "placement maps {} ranks but the plan has {nranks}",
-                    m.len()
-                )));
+                return Err(SimError::PlacementLength {
+                    mapped: m.len(),
+                    nranks,
+                });
             }
             let mut used = vec![false; ends.len()];
             m.iter()
@@ -104,12 +125,10 @@ pub(crate) fn resolve(topo: &Topology, nranks: u32, map: Option<&[u32]>) -> Resu
                 .map(|(r, &leaf)| {
                     let l = leaf as usize;
                     if l >= ends.len() {
-                        return Err(SimError(format!(
-                            "placement puts rank {r} on leaf {leaf}, which does not exist"
-                        )));
+                        return Err(SimError::NoSuchLeaf { rank: r, leaf });
                     }
                     if std::mem::replace(&mut used[l], true) {
-                        return Err(SimError(format!("placement puts two ranks on leaf {leaf}")));
+                        return Err(SimError::SharedLeaf { leaf });
                     }
                     Ok(ends[l])
                 })

@@ -1,9 +1,9 @@
 //! Mechanism tests with hand-derived answers, and property tests of the whole simulator.
 
 use super::alltoall::{simulate_alltoall, AlltoallAlgo};
-use super::baselines::Baseline;
 use super::placement::Placement;
 use super::*;
+use crate::plan::baselines::Baseline;
 use crate::plan::{trees, Plan, SegRange};
 use crate::topology::{Duplex, LinkDir, Topology, TopologyBuilder, VertexKind};
 use proptest::prelude::*;

@@ -30,7 +30,7 @@
 //! every message then pays a context switch.
 
 use super::config::Config;
-use super::topo::Hosts;
+use super::hosts::Hosts;
 use crate::error::{Error, ErrorKind, Result};
 use crate::exec::raw::{self, check};
 use crate::infer::{self, InferOptions};
@@ -508,7 +508,7 @@ fn decode_measurement(blob: &[u8], a: usize, b: usize) -> std::result::Result<Pa
 
 /// Collective over `comm`: host leaders probe and rank 0 infers the host-level tree; every
 /// other rank waits politely. The tree is returned on rank 0 only (the others get an error that
-/// [`super::topo::acquire`] ignores, since rank 0 broadcasts its outcome).
+/// [`super::discovery::acquire`] ignores, since rank 0 broadcasts its outcome).
 ///
 /// # Safety
 /// `comm` must be our valid duplicate communicator.

@@ -1,4 +1,4 @@
-//! Running a [`Plan`] on the flow engine with the execution semantics of `plan::schedule`.
+//! Running a [`Plan`] on the flow engine with the execution semantics of [`crate::schedule`].
 //!
 //! Every receive is pre-posted, so a send starts moving data the moment it is issued. A rank
 //! walks its op list in order: receives are skipped (they are posted), and the next send is
@@ -23,7 +23,7 @@
 
 use super::flow::{Delivery, FlowSim};
 use super::{finish, placement, FlatOps, SimError, SimOptions, SimResult, TransferRecord};
-use crate::plan::{range_bounds, Op, Plan};
+use crate::schedule::{range_bounds, Op, Plan};
 use crate::topology::{Topology, VertexId};
 
 struct Run<'a> {
@@ -134,9 +134,9 @@ impl Run<'_> {
 
 pub(crate) fn run(topo: &Topology, plan: &Plan, bytes: u64, opts: &SimOptions) -> Result<SimResult, SimError> {
     if !opts.trusted_plan {
-        plan.validate().map_err(|e| SimError(e.to_string()))?;
+        plan.validate().map_err(SimError::InvalidPlan)?;
     } else if plan.ops.len() != plan.nranks as usize || plan.root >= plan.nranks || plan.nsegs == 0 {
-        return Err(SimError("invalid plan: malformed header".into()));
+        return Err(SimError::MalformedPlan);
     }
     let verts = placement::resolve(topo, plan.nranks, opts.placement.as_deref())?;
     let n = plan.nranks as usize;
@@ -147,7 +147,7 @@ pub(crate) fn run(topo: &Topology, plan: &Plan, bytes: u64, opts: &SimOptions) -
         .enumerate()
         .find_map(|(r, ops)| ops.iter().find(|o| o.peer() as usize >= n).map(|o| (r, o.peer())))
     {
-        return Err(SimError(format!("invalid plan: rank {r} names rank {p}")));
+        return Err(SimError::UnknownPeer { rank: r, peer: p });
     }
     let flat = FlatOps::new(&plan.ops, |op| op.is_send().then(|| op.peer()));
     let total = flat.owner.len();
@@ -264,13 +264,13 @@ pub(crate) fn run(topo: &Topology, plan: &Plan, bytes: u64, opts: &SimOptions) -
     }
     for r in 0..n {
         if run.cursor[r] < plan.ops[r].len() {
-            return Err(SimError(format!(
-                "plan deadlocks: rank {r} can never issue op {}",
-                run.cursor[r]
-            )));
+            return Err(SimError::Deadlock {
+                rank: r,
+                op: run.cursor[r],
+            });
         }
         if run.got[r] < plan.nsegs {
-            return Err(SimError(format!("plan leaves rank {r} without segment data")));
+            return Err(SimError::MissingData { rank: r });
         }
     }
     Ok(finish(sim, run.done, transfers, opts.record))

@@ -22,10 +22,10 @@
 //!   finish on it finishes no earlier than (charged bytes) / capacity, and its message is
 //!   delivered `D` later.
 
-use super::super::network::Network;
-use super::super::{placement, SimError};
 use super::Baseline;
 use crate::plan::{range_bounds, seg_bounds, Op, Plan};
+use crate::sim::network::Network;
+use crate::sim::{placement, SimError};
 use crate::topology::Topology;
 
 /// Bounds are scaled by this before use, so float rounding in the simulator cannot make a
@@ -48,7 +48,7 @@ pub fn load_bound(topo: &Topology, plan: &Plan, bytes: u64, map: Option<&[u32]>)
         for op in ops {
             let Op::Send { peer, segs } = *op else { continue };
             let Some(&to) = verts.get(peer as usize) else {
-                return Err(SimError(format!("invalid plan: rank {r} names rank {peer}")));
+                return Err(SimError::UnknownPeer { rank: r, peer });
             };
             let (lo, hi) = range_bounds(bytes, plan.nsegs, segs);
             let b = (hi - lo) as f64;

@@ -7,6 +7,7 @@
 use super::config::Config;
 use crate::error::Result;
 use crate::exec::LocalPlan;
+use crate::plan::baselines::Baseline;
 use crate::plan::{self, class_max_segments, class_representative, trees, Plan};
 use mpi::ffi::MPI_Comm;
 
@@ -16,9 +17,9 @@ pub struct Planner {
     /// Rank-level tree of the communicator, identical on every rank, if known.
     topology: Option<std::sync::Arc<crate::topology::Topology>>,
     /// Where the topology came from.
-    source: super::topo::Source,
+    source: super::discovery::Source,
     /// Forced algorithm (`TREECAST_ALGORITHM`), if any.
-    algorithm: Option<String>,
+    algorithm: Option<plan::Algorithm>,
     /// Forced segment size (`TREECAST_SEGMENT`), if any.
     segment_bytes: Option<u64>,
     /// Per-message overhead measured at start-up (seconds), if any.
@@ -34,21 +35,42 @@ fn forced_segments(bytes: u64, seg: u64, class: u8) -> u32 {
     bytes.div_ceil(seg.max(1)).clamp(1, cap.max(1)) as u32
 }
 
+/// The plan if it was built and fits size class `class`; otherwise `None`, with a warning, and
+/// the caller falls back to the default plan (a plan with more segments than the class allows
+/// would cut its smallest messages into empty segments).
+fn fitting(built: std::result::Result<Plan, String>, class: u8) -> Option<Plan> {
+    match built {
+        Ok(p) if p.nsegs <= class_max_segments(class) => Some(p),
+        Ok(p) => {
+            log::warn!(
+                "treecast: plan {} has {} segments, more than size class {class} allows; using the default",
+                p.info.algorithm,
+                p.nsegs
+            );
+            None
+        }
+        Err(e) => {
+            log::warn!("{e}; using the default");
+            None
+        }
+    }
+}
+
 impl Planner {
     /// Collective over `comm` (all ranks call it during state creation).
     pub fn create(comm: MPI_Comm, rank: u32, size: u32, cfg: &Config) -> Result<Planner> {
         let t0 = crate::exec::raw::wtime();
         // SAFETY: comm is our valid duplicate; every rank calls this collectively.
-        let super::topo::Acquired {
+        let super::discovery::Acquired {
             topology,
             source,
             message_overhead_s,
-        } = unsafe { super::topo::acquire(comm, rank, size, cfg)? };
+        } = unsafe { super::discovery::acquire(comm, rank, size, cfg)? };
         match &source {
-            super::topo::Source::Unavailable(why) if rank == 0 => {
+            super::discovery::Source::Unavailable(why) if rank == 0 => {
                 log::warn!("treecast: no topology ({why}); plans ignore the network")
             }
-            super::topo::Source::Unavailable(_) => {}
+            super::discovery::Source::Unavailable(_) => {}
             s => log::info!(
                 "treecast: topology from {s:?} in {:.3} s",
                 crate::exec::raw::wtime() - t0
@@ -58,7 +80,7 @@ impl Planner {
             nranks: size,
             topology,
             source,
-            algorithm: cfg.algorithm.clone(),
+            algorithm: cfg.algorithm,
             segment_bytes: cfg.segment_bytes,
             message_overhead_s,
         })
@@ -103,21 +125,9 @@ impl Planner {
             message_overhead_s: self.message_overhead_s(),
             ..plan::PlanOptions::default()
         };
-        match plan::plan_broadcast(t, root, bytes, &opts) {
-            Ok(p) if p.nsegs <= class_max_segments(class) => Some(p),
-            Ok(p) => {
-                log::warn!(
-                    "treecast: plan {} has {} segments, more than size class {class} allows; using the default",
-                    p.info.algorithm,
-                    p.nsegs
-                );
-                None
-            }
-            Err(e) => {
-                log::warn!("treecast: topology-aware planning failed ({e}); using the default");
-                None
-            }
-        }
+        let planned = plan::plan_broadcast(t, root, bytes, &opts)
+            .map_err(|e| format!("treecast: topology-aware planning failed ({e})"));
+        fitting(planned, class)
     }
 
     /// Whether the topology describes a network of two hosts or more.
@@ -141,14 +151,13 @@ impl Planner {
     }
 
     /// Where the topology came from.
-    pub fn source(&self) -> &super::topo::Source {
+    pub fn source(&self) -> &super::discovery::Source {
         &self.source
     }
 
     /// The full plan for (root, size class).
     pub fn plan(&self, root: u32, class: u8) -> Plan {
         let n = self.nranks;
-        let bytes = class_representative(class);
         if n <= 1 {
             return Plan::empty(n, root, "none");
         }
@@ -157,34 +166,18 @@ impl Planner {
             // so a rank whose count is not zero finds out the root's is (and the reverse).
             return Plan::from_tree(root, &trees::binomial(n, root), 1, "empty");
         }
-        let nsegs_for = |seg: u64| forced_segments(bytes, seg, class);
-        let seg = self.segment_bytes.unwrap_or(plan::DEFAULT_SEGMENT_BYTES);
         let net = self.network_topology();
-        let forced_aware = self
-            .algorithm
-            .as_deref()
-            .filter(|a| !matches!(*a, "binomial" | "pipeline" | "binomial-pipeline" | "flat" | "binary"))
-            .and_then(|a| a.parse::<plan::Algorithm>().ok());
-        let aware = match (net, self.algorithm.as_deref(), forced_aware) {
-            (Some(t), None, _) => self.aware_plan(t, root, class, plan::Algorithm::Auto),
-            (Some(t), Some(_), Some(a)) => self.aware_plan(t, root, class, a),
-            _ => None,
-        };
-        let p = aware.unwrap_or_else(|| match self.algorithm.as_deref() {
-            Some("binomial") => Plan::from_tree(root, &trees::binomial(n, root), 1, "binomial"),
-            Some("pipeline") | Some("binomial-pipeline") => {
-                Plan::from_tree(root, &trees::binomial(n, root), nsegs_for(seg), "binomial-pipeline")
+        let p = match (self.algorithm, net) {
+            (None, Some(t)) => self.aware_plan(t, root, class, plan::Algorithm::Auto),
+            (None, None) => None,
+            (Some(plan::Algorithm::Library(b)), _) => self.library_algorithm(b, root, class),
+            (Some(a), Some(t)) => self.aware_plan(t, root, class, a),
+            (Some(a), None) => {
+                log::warn!("TREECAST_ALGORITHM={a} plans on the network topology, which is unknown; using the default");
+                None
             }
-            Some("chain") => Plan::from_tree(root, &trees::rank_chain(n, root), nsegs_for(seg), "chain"),
-            Some("flat") => Plan::from_tree(root, &trees::flat(n, root), 1, "flat"),
-            Some("binary") => Plan::from_tree(root, &trees::kary(n, root, 2), nsegs_for(seg), "binary"),
-            Some("ompi") => self.library_plan(root, class),
-            Some(other) => {
-                log::warn!("TREECAST_ALGORITHM={other} is not known to the runtime; using the default");
-                self.library_plan(root, class)
-            }
-            None => self.library_plan(root, class),
-        });
+        }
+        .unwrap_or_else(|| self.library_plan(root, class));
         match p.validate() {
             Ok(()) => p,
             Err(e) => {
@@ -192,6 +185,28 @@ impl Planner {
                 Plan::from_tree(root, &trees::binomial(n, root), 1, "binomial")
             }
         }
+    }
+
+    /// One of the MPI libraries' algorithms forced by name, for the class: `TREECAST_SEGMENT`
+    /// sets the segment size of the segmented ones, never into more segments than the class
+    /// allows (see [`forced_segments`]). HAN and the topology wave need the topology (the
+    /// communicator's ranks are its rank leaves); `None` (with a warning) without one.
+    fn library_algorithm(&self, b: Baseline, root: u32, class: u8) -> Option<Plan> {
+        let bytes = class_representative(class);
+        let b = match self.segment_bytes {
+            Some(seg) => b.with_segment(bytes.div_ceil(forced_segments(bytes, seg, class) as u64)),
+            None => b,
+        };
+        let built = match self.topology.as_deref() {
+            Some(t) if b.needs_topology() => {
+                let ident: Vec<u32> = (0..self.nranks).collect();
+                b.build(t, &ident, root, bytes).map_err(|e| e.to_string())
+            }
+            _ => b
+                .build_ranks(self.nranks, root, bytes)
+                .ok_or_else(|| "it needs the topology, which is unknown".to_string()),
+        };
+        fitting(built.map_err(|e| format!("TREECAST_ALGORITHM={b}: {e}")), class)
     }
 
     /// The plan without a network topology: [`plan::library_plan`] for the class.
