@@ -2,7 +2,7 @@
 # Install what treecast needs, only if it is missing.
 #
 #   scripts/setup.sh            # MPI + libclang (to build)
-#   scripts/setup.sh --test     # also what the test suite uses (SimGrid, gfortran, iproute2, binutils, librsvg2-bin)
+#   scripts/setup.sh --test     # also what the test suite uses (SimGrid, gfortran, iproute2, binutils, librsvg2-bin, python3)
 #
 # When apt is used:
 # - mpicc missing (a fresh Debian machine): everything missing is installed with apt-get, through sudo
@@ -45,6 +45,7 @@ detect() {
     probe_util_linux || add "unshare/nsenter (util-linux: tests/emulated_cluster.rs)" util-linux
     probe_binutils || add "nm (binutils: tests/c_api.rs, tests/preload.rs symbol checks)" binutils
     probe_rsvg || add "rsvg-convert (librsvg2-bin: tests/profile.rs renders the report's charts)" librsvg2-bin
+    probe_python3 || add "python3 (scripts/module-cycles.py: test.sh fails on import cycles)" python3
   fi
 }
 detect

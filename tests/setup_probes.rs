@@ -235,6 +235,7 @@ fn setup_on_a_bare_machine_asks_apt_for_everything_and_stops_when_it_fails() {
             "libsimgrid-dev",
             "iproute2",
             "librsvg2-bin",
+            "python3",
         ] {
             assert!(asked.contains(pkg), "apt-get was not asked for {pkg}: {asked}");
         }

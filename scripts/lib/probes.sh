@@ -118,3 +118,4 @@ probe_iproute2() { probe_have ip && probe_have tc; }
 probe_util_linux() { probe_have unshare && probe_have nsenter; }
 probe_binutils() { probe_have nm; }
 probe_rsvg() { probe_have rsvg-convert; }
+probe_python3() { probe_have python3; }

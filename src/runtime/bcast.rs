@@ -1,5 +1,6 @@
 //! The broadcast every front end (Rust trait, C ABI, `MPI_Bcast` interposer) calls.
 
+use super::last_call;
 use super::route::Route;
 use super::state::{self, CommState};
 use crate::error::{Error, ErrorKind, Result};
@@ -236,7 +237,7 @@ pub fn library_failed(rc: std::os::raw::c_int) -> Result<()> {
 /// bytes cannot afford next to the library's 0.1-0.3 us.
 ///
 /// Safe to trust only while nothing it remembers can have changed: the communicator's state
-/// still exists (any state's deletion bumps [`state::EPOCH`] and forgets the entry), the
+/// still exists (any state's deletion forgets the entry: [`last_call::forget`]), the
 /// datatype is a predefined one (never freed, so its handle cannot be reused for another
 /// layout), and the buffer is not NULL.
 ///
@@ -252,153 +253,8 @@ pub fn library_failed(rc: std::os::raw::c_int) -> Result<()> {
 /// only displace each other's entry (their calls take the full path), never use a wrong one:
 /// the entry's meaning does not depend on the thread.
 mod fast {
+    use super::last_call::{self, lookup};
     use super::*;
-    use std::sync::atomic::{fence, AtomicU64, AtomicUsize, Ordering};
-
-    /// Bits of an MPI handle (a pointer or an integer, whatever the implementation).
-    #[inline(always)]
-    fn bits<T: Copy>(h: T) -> u64 {
-        const { assert!(std::mem::size_of::<T>() <= 8) };
-        let mut out = [0u8; 8];
-        // SAFETY: T is a plain handle of at most 8 bytes, copied byte for byte.
-        unsafe {
-            std::ptr::copy_nonoverlapping(&h as *const T as *const u8, out.as_mut_ptr(), std::mem::size_of::<T>())
-        };
-        u64::from_ne_bytes(out)
-    }
-
-    /// The handle whose [`bits`] are `b`.
-    ///
-    /// # Safety
-    /// `b` must come from [`bits`] of a `T`.
-    #[inline(always)]
-    unsafe fn from_bits<T: Copy>(b: u64) -> T {
-        let bytes = b.to_ne_bytes();
-        std::ptr::read_unaligned(bytes.as_ptr() as *const T)
-    }
-
-    struct Entry {
-        /// Even: stable; odd: being written.
-        version: AtomicU64,
-        /// The user's communicator; 0 when the entry is empty or was forgotten.
-        comm: AtomicU64,
-        datatype: AtomicU64,
-        /// Count and root in one word ([`key`]).
-        key: AtomicU64,
-        dup: AtomicU64,
-        /// The profiled communicator's state (`&'static Slot` as an address), 0 when the
-        /// communicator is not profiled.
-        slot: AtomicUsize,
-        /// The message size in bytes (for the profile).
-        bytes: AtomicU64,
-    }
-
-    /// Empty at first: no communicator handle is all zero bits (Open MPI's are pointers,
-    /// MPICH's have tag bits), so the zeroed entry matches no call.
-    static LAST: Entry = Entry {
-        version: AtomicU64::new(0),
-        comm: AtomicU64::new(0),
-        datatype: AtomicU64::new(0),
-        key: AtomicU64::new(0),
-        dup: AtomicU64::new(0),
-        slot: AtomicUsize::new(0),
-        bytes: AtomicU64::new(0),
-    };
-
-    /// Count and root as one word, compared at once. Remembered counts and roots are at most
-    /// `i32::MAX`; a negative one (the bits of a C `int` above it) never matches one.
-    #[inline(always)]
-    fn key(count: c_int, root: c_int) -> u64 {
-        (count as u32 as u64) | ((root as u32 as u64) << 32)
-    }
-
-    /// A call that repeats the remembered one.
-    pub struct Hit {
-        /// The communicator's private duplicate, on which the library broadcasts.
-        pub dup: MPI_Comm,
-        /// The profiled communicator's state (an address), 0 when not profiled.
-        slot: usize,
-        /// The message size in bytes (for the profile).
-        bytes: u64,
-    }
-
-    impl Hit {
-        /// Whether the call must be counted in a profile (then [`try_library`] serves it).
-        #[inline(always)]
-        pub fn profiled(&self) -> bool {
-            self.slot != 0
-        }
-    }
-
-    /// The remembered call's entry if this call repeats it, else `None`: loads and compares
-    /// only, no MPI call, so a front end can inline it into its own entry point. `SIZE`:
-    /// whether a profiled entry's message size is read too (only [`try_library`] needs it;
-    /// reading it costs the interposer's entry registers it would have to save).
-    ///
-    /// # Safety
-    /// As for [`super::bcast`].
-    #[inline(always)]
-    pub unsafe fn lookup<const SIZE: bool>(
-        comm: MPI_Comm,
-        buf: *mut c_void,
-        count: c_int,
-        datatype: MPI_Datatype,
-        root: c_int,
-    ) -> Option<Hit> {
-        let v = LAST.version.load(Ordering::Acquire);
-        if v % 2 == 1 || buf.is_null() {
-            return None;
-        }
-        let hit = LAST.comm.load(Ordering::Relaxed) == bits(comm)
-            && LAST.datatype.load(Ordering::Relaxed) == bits(datatype)
-            && LAST.key.load(Ordering::Relaxed) == key(count, root);
-        let dup = LAST.dup.load(Ordering::Relaxed);
-        let slot = LAST.slot.load(Ordering::Relaxed);
-        let bytes = if SIZE && slot != 0 {
-            LAST.bytes.load(Ordering::Relaxed)
-        } else {
-            0
-        };
-        fence(Ordering::Acquire);
-        if !hit || LAST.version.load(Ordering::Relaxed) != v {
-            return None;
-        }
-        Some(Hit {
-            dup: from_bits(dup),
-            slot,
-            bytes,
-        })
-    }
-
-    /// Take the entry's write lock, waiting for another writer (writers are a few stores); the
-    /// version to pass to [`unlock`].
-    fn lock() -> u64 {
-        loop {
-            let v = LAST.version.load(Ordering::Relaxed);
-            if v.is_multiple_of(2)
-                && LAST
-                    .version
-                    .compare_exchange_weak(v, v + 1, Ordering::Acquire, Ordering::Relaxed)
-                    .is_ok()
-            {
-                return v;
-            }
-            std::hint::spin_loop();
-        }
-    }
-
-    fn unlock(v: u64) {
-        LAST.version.store(v + 2, Ordering::Release);
-    }
-
-    /// Forget the entry: a communicator's state went away (or its routes were forgotten), so
-    /// the remembered duplicate may no longer be valid. Called after [`state::EPOCH`] is bumped;
-    /// see [`remember`] for why the two together leave no stale entry.
-    pub fn forget() {
-        let v = lock();
-        LAST.comm.store(0, Ordering::Relaxed);
-        unlock(v);
-    }
 
     /// The call's result when it takes the fast path, else `None`.
     ///
@@ -473,33 +329,15 @@ mod fast {
         if buf.is_null() || count > i32::MAX as u64 || !predefined(datatype) {
             return;
         }
-        // A state deleted while this is written must not leave its duplicate here: deletion
-        // bumps the epoch, then forgets the entry under the same lock. If the bump comes
-        // before the check below, the entry is cleared here; if after, `forget` runs after
-        // this write. Either way the last word is empty.
-        let epoch = state::EPOCH.load(Ordering::Acquire);
-        let v = LAST.version.load(Ordering::Relaxed);
-        if v % 2 == 1
-            || LAST
-                .version
-                .compare_exchange(v, v + 1, Ordering::Acquire, Ordering::Relaxed)
-                .is_err()
-        {
-            return; // another thread is writing: let it
-        }
-        LAST.comm.store(bits(comm), Ordering::Relaxed);
-        LAST.datatype.store(bits(datatype), Ordering::Relaxed);
-        LAST.key.store(key(count as c_int, root as c_int), Ordering::Relaxed);
-        LAST.dup.store(bits(dup), Ordering::Relaxed);
-        LAST.slot.store(
+        last_call::store(
+            comm,
+            dup,
+            datatype,
+            count as c_int,
+            root as c_int,
             profiled.map_or(0, |s| s as *const state::Slot as usize),
-            Ordering::Relaxed,
+            bytes,
         );
-        LAST.bytes.store(bytes, Ordering::Relaxed);
-        if state::EPOCH.load(Ordering::Acquire) != epoch {
-            LAST.comm.store(0, Ordering::Relaxed);
-        }
-        unlock(v);
     }
 
     /// A predefined (named) datatype: one that is never freed.
@@ -545,14 +383,9 @@ pub unsafe fn fast_library_comm(
     datatype: MPI_Datatype,
     root: c_int,
 ) -> Option<MPI_Comm> {
-    fast::lookup::<false>(comm, buf, count, datatype, root)
+    last_call::lookup::<false>(comm, buf, count, datatype, root)
         .filter(|h| !h.profiled())
         .map(|h| h.dup)
-}
-
-/// Forget the fast path's remembered call (a communicator's state went away).
-pub(crate) fn forget_fast() {
-    fast::forget()
 }
 
 /// Every rank sees the same invalid root: all return at once, nobody communicates.

@@ -6,6 +6,7 @@ pub mod config;
 pub mod discovery;
 pub mod external;
 pub mod hosts;
+pub mod last_call;
 pub mod mpi_prober;
 pub mod pin;
 pub mod plans;

@@ -113,14 +113,10 @@ pub type OrderKey = (i64, i64);
 /// settled again, identically on every rank: all ranks see the same sequence of calls).
 const ROUTE_LIMIT: usize = 4096;
 
-/// Bumped whenever a communicator's state goes away (or its routes are forgotten), and the
-/// broadcast's fast path (see `bcast`), which remembers a communicator's duplicate, forgotten:
-/// a remembered one must not be trusted after that.
-pub static EPOCH: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-
+/// A communicator's state goes away (or its routes are forgotten): the broadcast's fast path,
+/// which remembers a communicator's duplicate, must not trust a remembered one after that.
 fn bump_epoch() {
-    EPOCH.fetch_add(1, std::sync::atomic::Ordering::AcqRel);
-    super::bcast::forget_fast();
+    super::last_call::invalidate();
 }
 
 impl CommState {

@@ -1,0 +1,201 @@
+//! The last call remembered by the broadcast's fast path (see `bcast`): one entry for the
+//! process under a sequence lock. A leaf module, so that a communicator state's deletion
+//! (`state`) can forget it without the state depending on the broadcast.
+
+use mpi::ffi::{MPI_Comm, MPI_Datatype};
+use std::ffi::c_void;
+use std::os::raw::c_int;
+use std::sync::atomic::{fence, AtomicU64, AtomicUsize, Ordering};
+
+/// Bumped whenever a communicator's state goes away (or its routes are forgotten), together
+/// with [`forget`]; [`store`] checks it so that an entry written concurrently does not
+/// survive either.
+static EPOCH: AtomicU64 = AtomicU64::new(0);
+
+/// A communicator's state went away (or its routes were forgotten): whatever the entry
+/// remembers may no longer be valid.
+pub fn invalidate() {
+    EPOCH.fetch_add(1, Ordering::AcqRel);
+    forget();
+}
+
+/// Bits of an MPI handle (a pointer or an integer, whatever the implementation).
+#[inline(always)]
+fn bits<T: Copy>(h: T) -> u64 {
+    const { assert!(std::mem::size_of::<T>() <= 8) };
+    let mut out = [0u8; 8];
+    // SAFETY: T is a plain handle of at most 8 bytes, copied byte for byte.
+    unsafe { std::ptr::copy_nonoverlapping(&h as *const T as *const u8, out.as_mut_ptr(), std::mem::size_of::<T>()) };
+    u64::from_ne_bytes(out)
+}
+
+/// The handle whose [`bits`] are `b`.
+///
+/// # Safety
+/// `b` must come from [`bits`] of a `T`.
+#[inline(always)]
+unsafe fn from_bits<T: Copy>(b: u64) -> T {
+    let bytes = b.to_ne_bytes();
+    std::ptr::read_unaligned(bytes.as_ptr() as *const T)
+}
+
+struct Entry {
+    /// Even: stable; odd: being written.
+    version: AtomicU64,
+    /// The user's communicator; 0 when the entry is empty or was forgotten.
+    comm: AtomicU64,
+    datatype: AtomicU64,
+    /// Count and root in one word ([`key`]).
+    key: AtomicU64,
+    dup: AtomicU64,
+    /// The profiled communicator's state (`&'static state::Slot` as an address), 0 when the
+    /// communicator is not profiled.
+    slot: AtomicUsize,
+    /// The message size in bytes (for the profile).
+    bytes: AtomicU64,
+}
+
+/// Empty at first: no communicator handle is all zero bits (Open MPI's are pointers,
+/// MPICH's have tag bits), so the zeroed entry matches no call.
+static LAST: Entry = Entry {
+    version: AtomicU64::new(0),
+    comm: AtomicU64::new(0),
+    datatype: AtomicU64::new(0),
+    key: AtomicU64::new(0),
+    dup: AtomicU64::new(0),
+    slot: AtomicUsize::new(0),
+    bytes: AtomicU64::new(0),
+};
+
+/// Count and root as one word, compared at once. Remembered counts and roots are at most
+/// `i32::MAX`; a negative one (the bits of a C `int` above it) never matches one.
+#[inline(always)]
+fn key(count: c_int, root: c_int) -> u64 {
+    (count as u32 as u64) | ((root as u32 as u64) << 32)
+}
+
+/// A call that repeats the remembered one.
+pub struct Hit {
+    /// The communicator's private duplicate, on which the library broadcasts.
+    pub dup: MPI_Comm,
+    /// The profiled communicator's state (an address), 0 when not profiled.
+    pub slot: usize,
+    /// The message size in bytes (for the profile; read only when asked for).
+    pub bytes: u64,
+}
+
+impl Hit {
+    /// Whether the call must be counted in a profile (then `bcast`'s profiled fast path serves it).
+    #[inline(always)]
+    pub fn profiled(&self) -> bool {
+        self.slot != 0
+    }
+}
+
+/// The remembered call's entry if this call repeats it, else `None`: loads and compares
+/// only, no MPI call, so a front end can inline it into its own entry point. `SIZE`:
+/// whether a profiled entry's message size is read too (only a profiled call needs it;
+/// reading it costs the interposer's entry registers it would have to save).
+///
+/// # Safety
+/// As for `runtime::bcast::bcast`.
+#[inline(always)]
+pub unsafe fn lookup<const SIZE: bool>(
+    comm: MPI_Comm,
+    buf: *mut c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    root: c_int,
+) -> Option<Hit> {
+    let v = LAST.version.load(Ordering::Acquire);
+    if v % 2 == 1 || buf.is_null() {
+        return None;
+    }
+    let hit = LAST.comm.load(Ordering::Relaxed) == bits(comm)
+        && LAST.datatype.load(Ordering::Relaxed) == bits(datatype)
+        && LAST.key.load(Ordering::Relaxed) == key(count, root);
+    let dup = LAST.dup.load(Ordering::Relaxed);
+    let slot = LAST.slot.load(Ordering::Relaxed);
+    let bytes = if SIZE && slot != 0 {
+        LAST.bytes.load(Ordering::Relaxed)
+    } else {
+        0
+    };
+    fence(Ordering::Acquire);
+    if !hit || LAST.version.load(Ordering::Relaxed) != v {
+        return None;
+    }
+    Some(Hit {
+        dup: from_bits(dup),
+        slot,
+        bytes,
+    })
+}
+
+/// Take the entry's write lock, waiting for another writer (writers are a few stores); the
+/// version to pass to [`unlock`].
+fn lock() -> u64 {
+    loop {
+        let v = LAST.version.load(Ordering::Relaxed);
+        if v.is_multiple_of(2)
+            && LAST
+                .version
+                .compare_exchange_weak(v, v + 1, Ordering::Acquire, Ordering::Relaxed)
+                .is_ok()
+        {
+            return v;
+        }
+        std::hint::spin_loop();
+    }
+}
+
+fn unlock(v: u64) {
+    LAST.version.store(v + 2, Ordering::Release);
+}
+
+/// Forget the entry: a communicator's state went away (or its routes were forgotten), so
+/// the remembered duplicate may no longer be valid. Called after [`EPOCH`] is bumped;
+/// see [`store`] for why the two together leave no stale entry.
+pub fn forget() {
+    let v = lock();
+    LAST.comm.store(0, Ordering::Relaxed);
+    unlock(v);
+}
+
+/// Remember a call (see `bcast`'s fast path for which): its communicator, datatype, count,
+/// root, the private duplicate, the profiled state's address (0 when not profiled) and the
+/// message size. Skipped when another thread is writing.
+pub fn store(
+    comm: MPI_Comm,
+    dup: MPI_Comm,
+    datatype: MPI_Datatype,
+    count: c_int,
+    root: c_int,
+    slot: usize,
+    bytes: u64,
+) {
+    // A state deleted while this is written must not leave its duplicate here: deletion
+    // bumps the epoch, then forgets the entry under the same lock. If the bump comes
+    // before the check below, the entry is cleared here; if after, `forget` runs after
+    // this write. Either way the last word is empty.
+    let epoch = EPOCH.load(Ordering::Acquire);
+    let v = LAST.version.load(Ordering::Relaxed);
+    if v % 2 == 1
+        || LAST
+            .version
+            .compare_exchange(v, v + 1, Ordering::Acquire, Ordering::Relaxed)
+            .is_err()
+    {
+        return; // another thread is writing: let it
+    }
+    LAST.comm.store(bits(comm), Ordering::Relaxed);
+    LAST.datatype.store(bits(datatype), Ordering::Relaxed);
+    LAST.key.store(key(count, root), Ordering::Relaxed);
+    LAST.dup.store(bits(dup), Ordering::Relaxed);
+    LAST.slot.store(slot, Ordering::Relaxed);
+    LAST.bytes.store(bytes, Ordering::Relaxed);
+    if EPOCH.load(Ordering::Acquire) != epoch {
+        LAST.comm.store(0, Ordering::Relaxed);
+    }
+    unlock(v);
+}
