@@ -233,18 +233,54 @@ pub fn class_bytes(class: u8) -> (u64, u64) {
     }
 }
 
+/// Why a profile file could not be loaded: the file and what went wrong with it.
+/// [`Display`](std::fmt::Display) gives the line `treecast report` prints.
+#[derive(Debug)]
+pub struct LoadError {
+    pub path: std::path::PathBuf,
+    pub why: LoadFault,
+}
+
+/// What went wrong loading a profile file.
+#[derive(Debug)]
+pub enum LoadFault {
+    /// The file could not be read.
+    Read(std::io::Error),
+    /// The text is not a profile (the JSON error carries the line).
+    Parse(serde_json::Error),
+    /// A profile of another format version.
+    Version(u32),
+}
+
+impl std::fmt::Display for LoadError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let path = self.path.display();
+        match &self.why {
+            LoadFault::Read(e) => write!(f, "{path}: {e}"),
+            LoadFault::Parse(e) => write!(f, "{path}:{}: not a treecast profile: {e}", e.line()),
+            LoadFault::Version(v) => {
+                write!(
+                    f,
+                    "{path}: profile version {v} is not supported (expected {PROFILE_VERSION})"
+                )
+            }
+        }
+    }
+}
+
+impl std::error::Error for LoadError {}
+
 impl ProfileReport {
     /// Read a profile file, with an error naming the file.
-    pub fn load(path: &std::path::Path) -> Result<ProfileReport, String> {
-        let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
-        let r: ProfileReport = serde_json::from_str(&text)
-            .map_err(|e| format!("{}:{}: not a treecast profile: {e}", path.display(), e.line()))?;
+    pub fn load(path: &std::path::Path) -> Result<ProfileReport, LoadError> {
+        let fail = |why| LoadError {
+            path: path.to_path_buf(),
+            why,
+        };
+        let text = std::fs::read_to_string(path).map_err(|e| fail(LoadFault::Read(e)))?;
+        let r: ProfileReport = serde_json::from_str(&text).map_err(|e| fail(LoadFault::Parse(e)))?;
         if r.version != PROFILE_VERSION {
-            return Err(format!(
-                "{}: profile version {} is not supported (expected {PROFILE_VERSION})",
-                path.display(),
-                r.version
-            ));
+            return Err(fail(LoadFault::Version(r.version)));
         }
         Ok(r)
     }

@@ -12,8 +12,10 @@
 //! is complete, consistent and deadlock-free under these semantics.
 
 use serde::{Deserialize, Serialize};
-use std::fmt;
 use std::ops::Range;
+
+mod error;
+pub use error::PlanError;
 
 /// A half-open range of segment indices `[start, end)`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -99,17 +101,6 @@ pub struct Plan {
     pub ops: Vec<Vec<Op>>,
     pub info: PlanInfo,
 }
-
-/// Why a plan is unusable. The message names the rank and op at fault.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct PlanError(pub String);
-
-impl fmt::Display for PlanError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "invalid plan: {}", self.0)
-    }
-}
-impl std::error::Error for PlanError {}
 
 /// Byte range `[start, end)` of segment `i` when `total` bytes are divided into `nsegs`
 /// segments. Segments differ in size by at most one byte; all ranks compute the same bounds
@@ -247,7 +238,7 @@ impl Plan {
 
     /// Decode and validate a plan received on the wire.
     pub fn from_wire(bytes: &[u8]) -> Result<Plan, PlanError> {
-        let p: Plan = postcard::from_bytes(bytes).map_err(|e| PlanError(format!("cannot decode wire form: {e}")))?;
+        let p: Plan = postcard::from_bytes(bytes).map_err(|e| PlanError::Decode(e.to_string()))?;
         p.validate()?;
         Ok(p)
     }
@@ -255,18 +246,23 @@ impl Plan {
     /// Check the plan is complete, consistent and deadlock-free (see module docs).
     pub fn validate(&self) -> Result<(), PlanError> {
         let n = self.nranks as usize;
-        let err = |m: String| Err(PlanError(m));
         if n == 0 {
-            return err("no ranks".into());
+            return Err(PlanError::NoRanks);
         }
         if self.root as usize >= n {
-            return err(format!("root {} out of range for {} ranks", self.root, n));
+            return Err(PlanError::RootOutOfRange {
+                root: self.root,
+                nranks: n,
+            });
         }
         if self.nsegs == 0 {
-            return err("nsegs must be >= 1".into());
+            return Err(PlanError::NoSegments);
         }
         if self.ops.len() != n {
-            return err(format!("{} op lists for {} ranks", self.ops.len(), n));
+            return Err(PlanError::OpListCount {
+                lists: self.ops.len(),
+                nranks: n,
+            });
         }
         let ns = self.nsegs as usize;
         // Per rank: which segments are received (each exactly once), and that sends only use
@@ -277,22 +273,24 @@ impl Plan {
             for (i, op) in ops.iter().enumerate() {
                 let (peer, segs) = (op.peer(), op.segs());
                 if peer as usize >= n || peer as usize == r {
-                    return err(format!("rank {r} op {i}: bad peer {peer}"));
+                    return Err(PlanError::BadPeer { rank: r, op: i, peer });
                 }
                 if segs.is_empty() || segs.end > self.nsegs {
-                    return err(format!(
-                        "rank {r} op {i}: bad segment range {}..{}",
-                        segs.start, segs.end
-                    ));
+                    return Err(PlanError::BadSegments {
+                        rank: r,
+                        op: i,
+                        start: segs.start,
+                        end: segs.end,
+                    });
                 }
                 match op {
                     Op::Recv { .. } => {
                         if r as u32 == self.root {
-                            return err(format!("root {r} op {i}: the root must not receive"));
+                            return Err(PlanError::RootReceives { rank: r, op: i });
                         }
                         for s in segs.range() {
                             if got[s as usize] {
-                                return err(format!("rank {r} op {i}: segment {s} received twice"));
+                                return Err(PlanError::ReceivedTwice { rank: r, op: i, seg: s });
                             }
                             got[s as usize] = true;
                             have[s as usize] = true;
@@ -300,14 +298,14 @@ impl Plan {
                     }
                     Op::Send { .. } => {
                         if let Some(s) = segs.range().find(|&s| !have[s as usize]) {
-                            return err(format!("rank {r} op {i}: sends segment {s} before receiving it"));
+                            return Err(PlanError::SendBeforeReceive { rank: r, op: i, seg: s });
                         }
                     }
                 }
             }
             if r as u32 != self.root {
                 if let Some(s) = got.iter().position(|g| !g) {
-                    return err(format!("rank {r} never receives segment {s}"));
+                    return Err(PlanError::NeverReceives { rank: r, seg: s });
                 }
             }
         }
@@ -325,16 +323,11 @@ impl Plan {
         for (k, s) in &sends {
             match recvs.get(k) {
                 Some(rv) if rv == s => {}
-                _ => {
-                    return err(format!(
-                        "sends {}->{} do not match the receives posted for them",
-                        k.0, k.1
-                    ))
-                }
+                _ => return Err(PlanError::Unmatched { from: k.0, to: k.1 }),
             }
         }
         if let Some(k) = recvs.keys().find(|k| !sends.contains_key(k)) {
-            return err(format!("rank {} expects data from {} that is never sent", k.1, k.0));
+            return Err(PlanError::NeverSent { from: k.0, to: k.1 });
         }
         self.check_progress()
     }
@@ -373,7 +366,7 @@ impl Plan {
         }
         for (r, (&c, ops)) in cursor.iter().zip(&self.ops).enumerate() {
             if c < ops.len() {
-                return Err(PlanError(format!("deadlock: rank {r} can never issue op {c}")));
+                return Err(PlanError::Deadlock { rank: r, op: c });
             }
         }
         Ok(())
@@ -440,11 +433,11 @@ mod tests {
         // Send before receive.
         let mut p = chain(3, 2);
         p.ops[1].swap(0, 1);
-        assert!(p.validate().unwrap_err().0.contains("before receiving"));
+        assert!(p.validate().unwrap_err().to_string().contains("before receiving"));
         // Mismatched order between a pair.
         let mut p = chain(2, 2);
         p.ops[1].swap(0, 1);
-        assert!(p.validate().unwrap_err().0.contains("do not match"));
+        assert!(p.validate().unwrap_err().to_string().contains("do not match"));
         // Deadlock: 1 and 2 each wait for the other (root sends nothing).
         let p = Plan {
             nranks: 3,

@@ -76,11 +76,11 @@ pub fn run(args: Args) -> Result<(), CliError> {
     }
     let out = if let Some(spec) = &args.pareto {
         let kv = parse_params("--pareto", spec, &["k", "alpha"])?;
-        let p = Pareto::new(kv[0], kv[1]).map_err(|e| CliError::Input(format!("--{}", e.0)))?;
+        let p = Pareto::new(kv[0], kv[1]).map_err(|e| CliError::Input(format!("--{e}")))?;
         vec![report("pareto", &Marginal::Pareto(p), n, &ps, None)?]
     } else if let Some(spec) = &args.normal {
         let kv = parse_params("--normal", spec, &["mu", "sigma"])?;
-        let d = Normal::new(kv[0], kv[1]).map_err(|e| CliError::Input(format!("--{}", e.0)))?;
+        let d = Normal::new(kv[0], kv[1]).map_err(|e| CliError::Input(format!("--{e}")))?;
         vec![report("normal", &Marginal::Normal(d), n, &ps, None)?]
     } else {
         let path = args.samples.as_ref().expect("checked above");

@@ -169,7 +169,7 @@ fn from_replay(file: &Path, format: &str, opts: &InferOptions) -> Result<(), Cli
     let fmt = Format::from_name(format)
         .ok_or_else(|| CliError::Input(format!("--format: '{format}' is not one of json, slurm, dot, groups")))?;
     let name = file.display().to_string();
-    let dump = ProbeDump::from_json(&read(file)?, &name).map_err(CliError::Input)?;
+    let dump = ProbeDump::from_json(&read(file)?, &name).map_err(|e| CliError::Input(e.to_string()))?;
     let mut prober = ReplayProber::new(&dump);
     let mut opts = opts.clone();
     opts.bandwidth_bytes = None;

@@ -19,7 +19,7 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> Result<(), CliError> {
-    let report = ProfileReport::load(&args.profile).map_err(CliError::Input)?;
+    let report = ProfileReport::load(&args.profile).map_err(|e| CliError::Input(e.to_string()))?;
     if args.format == "json" {
         println!("{}", serde_json::to_string_pretty(&report).expect("json"));
     } else {

@@ -119,9 +119,7 @@ impl MaxOf {
     /// Add `count` identical receivers (`count > 0`, may be fractional): contributes `F^count`.
     pub fn push_many(&mut self, m: Marginal, count: f64) -> Result<(), EstimateError> {
         if !(count.is_finite() && count > 0.0) {
-            return Err(EstimateError::new(format!(
-                "receiver count must be finite and > 0, got {count}"
-            )));
+            return Err(EstimateError::ReceiverCount(count));
         }
         if count == 1.0 {
             self.push(m);
@@ -165,7 +163,7 @@ impl MaxOf {
     /// Integrate: E\[max\] (with an error estimate), ready for quantile queries.
     pub fn distribution(&self) -> Result<MaxDistribution, EstimateError> {
         if self.n == 0.0 {
-            return Err(EstimateError::new("E[max] of an empty set of receivers"));
+            return Err(EstimateError::NoReceivers);
         }
         let prep = Prepared::new(self);
         let mut d = MaxDistribution {

@@ -18,8 +18,7 @@
 //! Units: the closed forms and [`MaxOf`] are unit-free (give microseconds, get microseconds);
 //! everything that reads a [`Topology`](crate::topology::Topology) works in seconds.
 
-use std::fmt;
-
+mod error;
 mod fastmath;
 mod grid;
 mod marginal;
@@ -30,6 +29,7 @@ mod plan_dag;
 pub mod plan_time;
 mod quad;
 
+pub use error::EstimateError;
 pub use marginal::Marginal;
 pub use max_of::{normal_expected_max_iid, paper_truncated_expected_max, MaxDistribution, MaxOf};
 pub use normal::{fit_normal, Normal, NormalFit};
@@ -52,24 +52,6 @@ pub fn fit_latency(samples_s: &[f64]) -> crate::topology::LatencyFit {
         samples: samples_s.len().min(u32::MAX as usize) as u32,
     }
 }
-
-/// Why an estimate could not be computed. One line, naming the parameter at fault.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct EstimateError(pub String);
-
-impl EstimateError {
-    pub(crate) fn new(msg: impl Into<String>) -> Self {
-        EstimateError(msg.into())
-    }
-}
-
-impl fmt::Display for EstimateError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl std::error::Error for EstimateError {}
 
 #[cfg(test)]
 mod tests {

@@ -43,12 +43,10 @@ impl Normal {
     /// Validated constructor: finite mu, finite sigma > 0.
     pub fn new(mu: f64, sigma: f64) -> Result<Normal, EstimateError> {
         if !mu.is_finite() {
-            return Err(EstimateError::new(format!("normal: mu must be finite, got {mu}")));
+            return Err(EstimateError::NormalMean(mu));
         }
         if !(sigma.is_finite() && sigma > 0.0) {
-            return Err(EstimateError::new(format!(
-                "normal: sigma must be finite and > 0, got {sigma}"
-            )));
+            return Err(EstimateError::NormalSigma(sigma));
         }
         Ok(Normal { mu, sigma })
     }
@@ -96,13 +94,13 @@ pub struct NormalFit {
 /// Fit the normal model to a window. Errors on an empty window or a non-finite sample.
 pub fn fit_normal(samples: &[f64]) -> Result<NormalFit, EstimateError> {
     if samples.is_empty() {
-        return Err(EstimateError::new("normal fit: no samples"));
+        return Err(EstimateError::NoSamples { model: "normal" });
     }
     if let Some((i, x)) = samples.iter().enumerate().find(|(_, x)| !x.is_finite()) {
-        return Err(EstimateError::new(format!(
-            "normal fit: sample #{} is not finite ({x})",
-            i + 1
-        )));
+        return Err(EstimateError::NormalSample {
+            index: i + 1,
+            value: *x,
+        });
     }
     let m = samples.len();
     let mu = samples.iter().sum::<f64>() / m as f64;
@@ -145,7 +143,7 @@ mod tests {
         assert_eq!(fit_normal(&[7.0, 7.0]).unwrap().marginal(), Marginal::Point(7.0));
         assert_eq!(fit_normal(&[7.0]).unwrap().marginal(), Marginal::Point(7.0));
         assert!(fit_normal(&[]).is_err());
-        assert!(fit_normal(&[1.0, f64::NAN]).unwrap_err().0.contains("#2"));
+        assert!(fit_normal(&[1.0, f64::NAN]).unwrap_err().to_string().contains("#2"));
         assert!(Normal::new(1.0, 0.0).is_err());
     }
 

@@ -38,12 +38,10 @@ impl Pareto {
     /// Validated unshifted, unclipped Pareto.
     pub fn new(k: f64, alpha: f64) -> Result<Pareto, EstimateError> {
         if !(k.is_finite() && k > 0.0) {
-            return Err(EstimateError::new(format!("pareto: k must be finite and > 0, got {k}")));
+            return Err(EstimateError::ParetoScale(k));
         }
         if !(alpha.is_finite() && alpha > 0.0) {
-            return Err(EstimateError::new(format!(
-                "pareto: alpha must be finite and > 0, got {alpha}"
-            )));
+            return Err(EstimateError::ParetoShape(alpha));
         }
         Ok(Pareto {
             k,
@@ -55,7 +53,7 @@ impl Pareto {
     /// The same tail shifted by `c` (support starts at `c + k`).
     pub fn shifted(mut self, c: f64) -> Result<Pareto, EstimateError> {
         if !c.is_finite() {
-            return Err(EstimateError::new(format!("pareto: shift must be finite, got {c}")));
+            return Err(EstimateError::ParetoShift(c));
         }
         self.shift = c;
         Ok(self)
@@ -63,10 +61,10 @@ impl Pareto {
     /// Clip at absolute `x0 > shift + k`.
     pub fn capped(mut self, x0: f64) -> Result<Pareto, EstimateError> {
         if x0.is_nan() || x0 <= self.lower() {
-            return Err(EstimateError::new(format!(
-                "pareto: cap {x0} must exceed the support minimum {}",
-                self.lower()
-            )));
+            return Err(EstimateError::ParetoCap {
+                cap: x0,
+                lower: self.lower(),
+            });
         }
         self.cap = Some(x0);
         Ok(self)
@@ -194,13 +192,13 @@ impl ParetoFit {
 /// positive number (the Pareto model needs `k > 0`); the message names the sample.
 pub fn fit_pareto(samples: &[f64]) -> Result<ParetoFit, EstimateError> {
     if samples.is_empty() {
-        return Err(EstimateError::new("pareto fit: no samples"));
+        return Err(EstimateError::NoSamples { model: "pareto" });
     }
     if let Some((i, x)) = samples.iter().enumerate().find(|(_, x)| !(x.is_finite() && **x > 0.0)) {
-        return Err(EstimateError::new(format!(
-            "pareto fit: sample #{} must be a finite number > 0, got {x}",
-            i + 1
-        )));
+        return Err(EstimateError::ParetoSample {
+            index: i + 1,
+            value: *x,
+        });
     }
     let k = samples.iter().copied().fold(f64::INFINITY, f64::min);
     let s: f64 = samples.iter().map(|x| (x / k).ln()).sum();
@@ -273,7 +271,7 @@ mod tests {
         assert!((f.alpha - 1.0 / 2f64.ln()).abs() < 1e-12);
         assert_eq!(f.m, 3);
         assert!(fit_pareto(&[]).is_err());
-        assert!(fit_pareto(&[1.0, -1.0]).unwrap_err().0.contains("#2"));
+        assert!(fit_pareto(&[1.0, -1.0]).unwrap_err().to_string().contains("#2"));
         assert!(fit_pareto(&[1.0, 0.0]).is_err());
     }
 

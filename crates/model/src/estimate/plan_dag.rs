@@ -47,7 +47,7 @@ pub(crate) struct PlanDag {
 impl PlanDag {
     /// Build the graph of a validated plan for a message of `bytes` bytes.
     pub fn build(plan: &Plan, bytes: u64) -> Result<PlanDag, EstimateError> {
-        plan.validate().map_err(|e| EstimateError::new(e.to_string()))?;
+        plan.validate()?;
         const NONE: usize = usize::MAX;
         let n = plan.nranks as usize;
         let ns = plan.nsegs as usize;
@@ -133,11 +133,10 @@ impl PlanDag {
 /// Paths of every send on the topology (rank r of the plan is rank leaf r of the topology).
 pub(crate) fn send_paths(topo: &Topology, plan: &Plan, dag: &PlanDag) -> Result<Vec<Vec<DirLink>>, EstimateError> {
     if topo.num_ranks() != plan.nranks as usize {
-        return Err(EstimateError::new(format!(
-            "plan has {} ranks but the topology has {} rank leaves",
-            plan.nranks,
-            topo.num_ranks()
-        )));
+        return Err(EstimateError::RankMismatch {
+            plan: plan.nranks,
+            topology: topo.num_ranks(),
+        });
     }
     Ok(dag
         .sends
@@ -240,7 +239,10 @@ pub(crate) mod tests {
         );
         // Wrong rank count is an error, not a panic.
         let plan5 = Plan::from_tree(0, &trees::flat(5, 0), 1, "flat");
-        assert!(evaluate_deterministic(&t, &plan5, 8).unwrap_err().0.contains("5 ranks"));
+        assert!(evaluate_deterministic(&t, &plan5, 8)
+            .unwrap_err()
+            .to_string()
+            .contains("5 ranks"));
     }
 
     #[test]

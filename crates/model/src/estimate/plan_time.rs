@@ -83,9 +83,7 @@ impl LinkLatencies {
     ) -> Result<LinkLatencies, EstimateError> {
         if let Some(a) = default_alpha {
             if !(a.is_finite() && a > 1.0) {
-                return Err(EstimateError::new(format!(
-                    "default tail index must be finite and > 1, got {a}"
-                )));
+                return Err(EstimateError::DefaultTailIndex(a));
             }
         }
         let mut dist = Vec::with_capacity(2 * topo.links().len());
@@ -325,7 +323,7 @@ fn prepare(
     lat: &LinkLatencies,
 ) -> Result<(PlanDag, Transfers), EstimateError> {
     if lat.dist.len() != 2 * topo.links().len() {
-        return Err(EstimateError::new("link latencies were built for a different topology"));
+        return Err(EstimateError::ForeignLatencies);
     }
     let dag = PlanDag::build(plan, bytes)?;
     let paths = send_paths(topo, plan, &dag)?;
@@ -348,7 +346,7 @@ pub fn monte_carlo_plan_time(
     opts: &MonteCarloOptions,
 ) -> Result<PlanTimeDistribution, EstimateError> {
     if opts.samples < 2 {
-        return Err(EstimateError::new("Monte Carlo needs at least 2 samples"));
+        return Err(EstimateError::TooFewSamples);
     }
     let (dag, tr) = prepare(topo, plan, bytes, lat)?;
     let n = plan.nranks as usize;
@@ -406,7 +404,7 @@ pub fn analytic_plan_time(
     opts: &AnalyticOptions,
 ) -> Result<PlanTimeDistribution, EstimateError> {
     if opts.grid_points < 16 {
-        return Err(EstimateError::new("analytic model needs at least 16 grid points"));
+        return Err(EstimateError::TooFewGridPoints);
     }
     let (dag, tr) = prepare(topo, plan, bytes, lat)?;
     let n = plan.nranks as usize;

@@ -159,28 +159,68 @@ fn splits(l: &Topology) -> BTreeMap<Vec<String>, (f64, f64)> {
     out
 }
 
+/// The first difference [`same_tree`] finds between two trees. A split is the sorted host
+/// names on one side of a link; [`Display`](std::fmt::Display) gives the line the tests print.
+#[derive(Clone, Debug, PartialEq)]
+pub enum TreeDifference {
+    /// One of the trees has no logical host tree.
+    Topology(TopologyError),
+    /// The truth has a link with this split that the inferred tree lacks.
+    MissingLink(Vec<String>),
+    /// The link with this split has another latency (seconds, first direction) in the inferred tree.
+    Latency {
+        split: Vec<String>,
+        truth_s: f64,
+        inferred_s: f64,
+    },
+    /// The inferred tree has a link with this split that the truth lacks.
+    SpuriousLink(Vec<String>),
+}
+
+impl std::fmt::Display for TreeDifference {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            TreeDifference::Topology(e) => e.fmt(f),
+            TreeDifference::MissingLink(k) => write!(f, "link separating {k:?} is missing"),
+            TreeDifference::Latency {
+                split,
+                truth_s,
+                inferred_s,
+            } => write!(
+                f,
+                "link separating {split:?}: latency {:.4} us inferred as {:.4} us",
+                truth_s * 1e6,
+                inferred_s * 1e6
+            ),
+            TreeDifference::SpuriousLink(k) => write!(f, "spurious link separating {k:?}"),
+        }
+    }
+}
+
+impl std::error::Error for TreeDifference {}
+
 /// Do two trees have the same logical shape and link latencies (within `tol_s`)? The error
 /// names the first difference.
-pub fn same_tree(truth: &Topology, inferred: &Topology, tol_s: f64) -> Result<(), String> {
-    let a = logical_host_tree(truth).map_err(|e| e.to_string())?;
-    let b = logical_host_tree(inferred).map_err(|e| e.to_string())?;
+pub fn same_tree(truth: &Topology, inferred: &Topology, tol_s: f64) -> Result<(), TreeDifference> {
+    let a = logical_host_tree(truth).map_err(TreeDifference::Topology)?;
+    let b = logical_host_tree(inferred).map_err(TreeDifference::Topology)?;
     let (sa, sb) = (splits(&a), splits(&b));
     for (k, la) in &sa {
         match sb.get(k) {
-            None => return Err(format!("link separating {k:?} is missing")),
+            None => return Err(TreeDifference::MissingLink(k.clone())),
             Some(lb) => {
                 if (la.0 - lb.0).abs() > tol_s || (la.1 - lb.1).abs() > tol_s {
-                    return Err(format!(
-                        "link separating {k:?}: latency {:.4} us inferred as {:.4} us",
-                        la.0 * 1e6,
-                        lb.0 * 1e6
-                    ));
+                    return Err(TreeDifference::Latency {
+                        split: k.clone(),
+                        truth_s: la.0,
+                        inferred_s: lb.0,
+                    });
                 }
             }
         }
     }
     if let Some(k) = sb.keys().find(|k| !sa.contains_key(*k)) {
-        return Err(format!("spurious link separating {k:?}"));
+        return Err(TreeDifference::SpuriousLink(k.clone()));
     }
     Ok(())
 }
@@ -487,7 +527,7 @@ mod tests {
             b.link(n, s, 2e-6, 1e9);
         }
         let star = b.build().unwrap();
-        let e = same_tree(&t, &star, 1.0).unwrap_err();
+        let e = same_tree(&t, &star, 1.0).unwrap_err().to_string();
         assert!(e.contains("missing"), "{e}");
         assert!(same_tree(&t, &star, 1e-9).is_err());
         let mut rng = Rng::new(1);
@@ -501,7 +541,7 @@ mod tests {
         bb.links[0].ab.latency_s = 1.5e-6;
         bb.links[0].ba.latency_s = 1.5e-6;
         let t2 = bb.build().unwrap();
-        assert!(same_tree(&t, &t2, 1e-9).unwrap_err().contains("latency"));
+        assert!(same_tree(&t, &t2, 1e-9).unwrap_err().to_string().contains("latency"));
         assert!(same_tree(&t, &t2, 1e-6).is_ok());
     }
 }

@@ -28,9 +28,9 @@ mod sim;
 
 pub use ledger::{ProbeLedger, ProbeStats};
 pub use matrix::MatrixProber;
-pub use noise::{LoadedHost, NoiseModel, NoiseSpec, Outliers};
+pub use noise::{LoadedHost, NoiseFault, NoiseModel, NoiseSpec, NoiseSpecError, Outliers};
 pub use protocol::{ping_pair, PairMeasurement, PingSpec};
-pub use replay::{ProbeDump, ReplayProber, DUMP_VERSION};
+pub use replay::{DumpError, DumpFault, ProbeDump, ReplayProber, DUMP_VERSION};
 pub use rounds::{check_round, matching_rounds, round_robin_rounds};
 pub use sim::{bandwidth_shares, host_vertices, SimProber};
 

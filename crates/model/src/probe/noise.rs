@@ -61,65 +61,116 @@ impl fmt::Display for NoiseSpec {
     }
 }
 
+/// Why a text is not a [`NoiseSpec`]: the spec as given and what is wrong with it.
+/// [`Display`](fmt::Display) gives the line the CLI prints after `--noise`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct NoiseSpecError {
+    /// The spec, trimmed.
+    pub spec: String,
+    pub why: NoiseFault,
+}
+
+/// What is wrong with a noise spec.
+#[derive(Clone, Debug, PartialEq)]
+pub enum NoiseFault {
+    /// A parameter without `=`.
+    NotKeyValue(String),
+    /// A value that does not parse as a number.
+    NotANumber { key: String, value: String },
+    /// A value that is negative or not finite.
+    Negative { key: String },
+    /// A parameter the kind needs and the spec lacks.
+    Missing(&'static str),
+    /// A parameter the kind does not take.
+    UnknownParameter(String),
+    /// A Lomax tail index of 0.
+    AlphaNotPositive,
+    /// A kind other than none, normal or lomax.
+    UnknownKind(String),
+}
+
+impl fmt::Display for NoiseSpecError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "noise '{}': ", self.spec)?;
+        match &self.why {
+            NoiseFault::NotKeyValue(part) => write!(f, "parameter '{part}' is not key=value"),
+            NoiseFault::NotANumber { key, value } => write!(f, "{key} = '{value}' is not a number"),
+            NoiseFault::Negative { key } => write!(f, "{key} must be a finite number >= 0"),
+            NoiseFault::Missing(name) => write!(f, "missing parameter '{name}'"),
+            NoiseFault::UnknownParameter(k) => write!(f, "unknown parameter '{k}'"),
+            NoiseFault::AlphaNotPositive => f.write_str("alpha must be > 0"),
+            NoiseFault::UnknownKind(other) => write!(
+                f,
+                "unknown kind '{other}' (expected none, normal:sd_us=X or lomax:scale_us=X,alpha=A)"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for NoiseSpecError {}
+
 impl FromStr for NoiseSpec {
-    type Err = String;
+    type Err = NoiseSpecError;
 
     /// Parse `none`, `normal:sd_us=X` or `lomax:scale_us=X,alpha=A`.
-    fn from_str(s: &str) -> Result<Self, String> {
+    fn from_str(s: &str) -> Result<Self, NoiseSpecError> {
         let s = s.trim();
-        let (kind, params) = s.split_once(':').unwrap_or((s, ""));
-        let mut kv = Vec::new();
-        for part in params.split(',').filter(|p| !p.trim().is_empty()) {
-            let (k, v) = part
-                .split_once('=')
-                .ok_or_else(|| format!("noise '{s}': parameter '{part}' is not key=value"))?;
-            let x: f64 = v
-                .trim()
-                .parse()
-                .map_err(|_| format!("noise '{s}': {} = '{}' is not a number", k.trim(), v.trim()))?;
-            if !x.is_finite() || x < 0.0 {
-                return Err(format!("noise '{s}': {} must be a finite number >= 0", k.trim()));
-            }
-            kv.push((k.trim().to_string(), x));
+        parse_spec(s).map_err(|why| NoiseSpecError { spec: s.into(), why })
+    }
+}
+
+/// The body of [`NoiseSpec::from_str`] on a trimmed spec; the caller adds the spec to the error.
+fn parse_spec(s: &str) -> Result<NoiseSpec, NoiseFault> {
+    let (kind, params) = s.split_once(':').unwrap_or((s, ""));
+    let mut kv = Vec::new();
+    for part in params.split(',').filter(|p| !p.trim().is_empty()) {
+        let (k, v) = part
+            .split_once('=')
+            .ok_or_else(|| NoiseFault::NotKeyValue(part.into()))?;
+        let x: f64 = v.trim().parse().map_err(|_| NoiseFault::NotANumber {
+            key: k.trim().into(),
+            value: v.trim().into(),
+        })?;
+        if !x.is_finite() || x < 0.0 {
+            return Err(NoiseFault::Negative { key: k.trim().into() });
         }
-        let get = |name: &str| -> Result<f64, String> {
-            kv.iter()
-                .find(|(k, _)| k == name)
-                .map(|&(_, v)| v)
-                .ok_or_else(|| format!("noise '{s}': missing parameter '{name}'"))
-        };
-        let allow = |names: &[&str]| -> Result<(), String> {
-            match kv.iter().find(|(k, _)| !names.contains(&k.as_str())) {
-                Some((k, _)) => Err(format!("noise '{s}': unknown parameter '{k}'")),
-                None => Ok(()),
-            }
-        };
-        match kind {
-            "none" => {
-                allow(&[])?;
-                Ok(NoiseSpec::None)
-            }
-            "normal" => {
-                allow(&["sd_us"])?;
-                Ok(NoiseSpec::Normal {
-                    sd_s: get("sd_us")? * 1e-6,
-                })
-            }
-            "lomax" => {
-                allow(&["scale_us", "alpha"])?;
-                let alpha = get("alpha")?;
-                if alpha <= 0.0 {
-                    return Err(format!("noise '{s}': alpha must be > 0"));
-                }
-                Ok(NoiseSpec::Lomax {
-                    scale_s: get("scale_us")? * 1e-6,
-                    alpha,
-                })
-            }
-            other => Err(format!(
-                "noise '{s}': unknown kind '{other}' (expected none, normal:sd_us=X or lomax:scale_us=X,alpha=A)"
-            )),
+        kv.push((k.trim().to_string(), x));
+    }
+    let get = |name: &'static str| -> Result<f64, NoiseFault> {
+        kv.iter()
+            .find(|(k, _)| k == name)
+            .map(|&(_, v)| v)
+            .ok_or(NoiseFault::Missing(name))
+    };
+    let allow = |names: &[&str]| -> Result<(), NoiseFault> {
+        match kv.iter().find(|(k, _)| !names.contains(&k.as_str())) {
+            Some((k, _)) => Err(NoiseFault::UnknownParameter(k.clone())),
+            None => Ok(()),
         }
+    };
+    match kind {
+        "none" => {
+            allow(&[])?;
+            Ok(NoiseSpec::None)
+        }
+        "normal" => {
+            allow(&["sd_us"])?;
+            Ok(NoiseSpec::Normal {
+                sd_s: get("sd_us")? * 1e-6,
+            })
+        }
+        "lomax" => {
+            allow(&["scale_us", "alpha"])?;
+            let alpha = get("alpha")?;
+            if alpha <= 0.0 {
+                return Err(NoiseFault::AlphaNotPositive);
+            }
+            Ok(NoiseSpec::Lomax {
+                scale_s: get("scale_us")? * 1e-6,
+                alpha,
+            })
+        }
+        other => Err(NoiseFault::UnknownKind(other.into())),
     }
 }
 
@@ -218,7 +269,7 @@ mod tests {
             ("normal:sd_us=1,beta=2", "unknown parameter 'beta'"),
             ("normal:sd_us", "key=value"),
         ] {
-            let e = bad.parse::<NoiseSpec>().unwrap_err();
+            let e = bad.parse::<NoiseSpec>().unwrap_err().to_string();
             assert!(e.contains(needle), "{bad}: {e}");
         }
     }

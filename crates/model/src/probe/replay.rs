@@ -35,28 +35,32 @@ impl ProbeDump {
 
     /// Parse a dump, checking that every measurement names hosts of the dump. `source` names
     /// the file in errors.
-    pub fn from_json(text: &str, source: &str) -> Result<ProbeDump, String> {
-        let d: ProbeDump = serde_json::from_str(text).map_err(|e| format!("{source}: not a probe dump: {e}"))?;
+    pub fn from_json(text: &str, source: &str) -> Result<ProbeDump, DumpError> {
+        let fail = |why| DumpError {
+            source: source.into(),
+            why,
+        };
+        let d: ProbeDump = serde_json::from_str(text).map_err(|e| fail(DumpFault::Parse(e)))?;
         if d.version != DUMP_VERSION {
-            return Err(format!(
-                "{source}: probe dump version {} (this treecast reads {DUMP_VERSION})",
-                d.version
-            ));
+            return Err(fail(DumpFault::Version(d.version)));
         }
         let n = d.hosts.len();
         for (i, m) in d.measurements.iter().enumerate() {
             if m.a >= n || m.b >= n || m.a == m.b {
-                return Err(format!(
-                    "{source}: measurement {i} is between hosts {} and {}, but the dump has {n} hosts",
-                    m.a, m.b
-                ));
+                return Err(fail(DumpFault::NoSuchHost {
+                    measurement: i,
+                    a: m.a,
+                    b: m.b,
+                    hosts: n,
+                }));
             }
             let total: u64 = m.set_len.iter().map(|&l| l as u64).sum();
             if total != m.samples_s.len() as u64 || m.samples_s.iter().any(|s| !s.is_finite() || *s <= 0.0) {
-                return Err(format!(
-                    "{source}: measurement {i} ({} / {}) has inconsistent sets or non-positive round trips",
-                    d.hosts[m.a], d.hosts[m.b]
-                ));
+                return Err(fail(DumpFault::Inconsistent {
+                    measurement: i,
+                    a: d.hosts[m.a].clone(),
+                    b: d.hosts[m.b].clone(),
+                }));
             }
         }
         Ok(d)
@@ -66,6 +70,61 @@ impl ProbeDump {
         serde_json::to_string(self).expect("a dump serializes")
     }
 }
+
+/// Why a probe dump could not be read: the file (as named by the caller) and what is wrong.
+/// [`Display`](std::fmt::Display) gives the line `treecast infer` prints.
+#[derive(Debug)]
+pub struct DumpError {
+    pub source: String,
+    pub why: DumpFault,
+}
+
+/// What is wrong with a probe dump.
+#[derive(Debug)]
+pub enum DumpFault {
+    /// The text is not a dump.
+    Parse(serde_json::Error),
+    /// A dump of another format version.
+    Version(u32),
+    /// Measurement `measurement` names a host index the dump lacks, or one host twice.
+    NoSuchHost {
+        measurement: usize,
+        a: usize,
+        b: usize,
+        hosts: usize,
+    },
+    /// Measurement `measurement` (between hosts `a` and `b`) has sets that do not add up to its
+    /// samples, or a round trip that is not finite and > 0.
+    Inconsistent { measurement: usize, a: String, b: String },
+}
+
+impl std::fmt::Display for DumpError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let source = &self.source;
+        match &self.why {
+            DumpFault::Parse(e) => write!(f, "{source}: not a probe dump: {e}"),
+            DumpFault::Version(v) => write!(
+                f,
+                "{source}: probe dump version {v} (this treecast reads {DUMP_VERSION})"
+            ),
+            DumpFault::NoSuchHost {
+                measurement,
+                a,
+                b,
+                hosts,
+            } => write!(
+                f,
+                "{source}: measurement {measurement} is between hosts {a} and {b}, but the dump has {hosts} hosts"
+            ),
+            DumpFault::Inconsistent { measurement, a, b } => write!(
+                f,
+                "{source}: measurement {measurement} ({a} / {b}) has inconsistent sets or non-positive round trips"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for DumpError {}
 
 /// A prober answering from a [`ProbeDump`].
 #[derive(Clone, Debug)]

@@ -24,15 +24,30 @@ pub enum AlltoallAlgo {
     Pairwise,
 }
 
+/// A name that is not an all-to-all algorithm (the name as given). Typed so a pattern parse can
+/// wrap it; the text lists the valid names.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct UnknownAlltoallAlgo(pub String);
+
+impl fmt::Display for UnknownAlltoallAlgo {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "unknown all-to-all algorithm '{}' (expected pairwise or simple-spread)",
+            self.0
+        )
+    }
+}
+
+impl std::error::Error for UnknownAlltoallAlgo {}
+
 impl FromStr for AlltoallAlgo {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
+    type Err = UnknownAlltoallAlgo;
+    fn from_str(s: &str) -> Result<Self, UnknownAlltoallAlgo> {
         match s {
             "simple-spread" | "spread" | "simple_spread" => Ok(AlltoallAlgo::SimpleSpread),
             "pairwise" => Ok(AlltoallAlgo::Pairwise),
-            _ => Err(format!(
-                "unknown all-to-all algorithm '{s}' (expected pairwise or simple-spread)"
-            )),
+            _ => Err(UnknownAlltoallAlgo(s.into())),
         }
     }
 }

@@ -41,9 +41,38 @@ impl Placement {
     }
 }
 
+/// Why a text is not a [`Placement`] (the text at fault as given);
+/// [`Display`](fmt::Display) gives the line the CLI prints after `--placement`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum PlacementError {
+    /// `random:SEED` with a seed that is not an unsigned integer.
+    BadSeed(String),
+    /// `random` without a seed (a placement must be reproducible).
+    MissingSeed,
+    /// Neither block nor random:SEED.
+    Unknown(String),
+}
+
+impl fmt::Display for PlacementError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            PlacementError::BadSeed(seed) => {
+                write!(
+                    f,
+                    "placement 'random:SEED' needs an unsigned integer seed, got '{seed}'"
+                )
+            }
+            PlacementError::MissingSeed => f.write_str("placement 'random' needs a seed: random:SEED"),
+            PlacementError::Unknown(s) => write!(f, "unknown placement '{s}' (expected block or random:SEED)"),
+        }
+    }
+}
+
+impl std::error::Error for PlacementError {}
+
 impl FromStr for Placement {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
+    type Err = PlacementError;
+    fn from_str(s: &str) -> Result<Self, PlacementError> {
         let s = s.trim();
         if s == "block" {
             return Ok(Placement::Block);
@@ -53,12 +82,12 @@ impl FromStr for Placement {
                 .trim()
                 .parse::<u64>()
                 .map(Placement::Random)
-                .map_err(|_| format!("placement 'random:SEED' needs an unsigned integer seed, got '{seed}'"));
+                .map_err(|_| PlacementError::BadSeed(seed.into()));
         }
         if s == "random" {
-            return Err("placement 'random' needs a seed: random:SEED".into());
+            return Err(PlacementError::MissingSeed);
         }
-        Err(format!("unknown placement '{s}' (expected block or random:SEED)"))
+        Err(PlacementError::Unknown(s.into()))
     }
 }
 
@@ -145,11 +174,12 @@ mod tests {
     fn parse_and_map() {
         assert_eq!("block".parse::<Placement>(), Ok(Placement::Block));
         assert_eq!("random:42".parse::<Placement>(), Ok(Placement::Random(42)));
-        assert!("random".parse::<Placement>().unwrap_err().contains("seed"));
+        assert!("random".parse::<Placement>().unwrap_err().to_string().contains("seed"));
         assert!("random:x".parse::<Placement>().is_err());
         assert!("diagonal"
             .parse::<Placement>()
             .unwrap_err()
+            .to_string()
             .contains("unknown placement"));
         assert_eq!(Placement::Block.map(3, 5).unwrap(), vec![0, 1, 2]);
         let a = Placement::Random(7).map(16, 16).unwrap();
