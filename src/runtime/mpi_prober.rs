@@ -117,23 +117,20 @@ fn other(e: impl std::fmt::Display) -> Error {
 /// Wait for `req` without holding a CPU.
 fn wait_politely(req: &mut MPI_Request) -> Result<()> {
     let mut backoff = Backoff::new();
-    loop {
-        let mut flag: c_int = 0;
-        // SAFETY: an active request we own.
-        check(
-            unsafe { ffi::PMPI_Test(req, &mut flag, ffi::RSMPI_STATUS_IGNORE) },
-            "MPI_Test",
-        )?;
-        if flag != 0 {
-            return Ok(());
-        }
-        backoff.sleep();
-    }
+    wait_testing(req, || backoff.sleep())
 }
 
 /// Wait for `req` promptly, yielding the CPU between tests: a measuring rank must react at once,
 /// but a peer sharing its core must still get to run.
 fn wait_yielding(req: &mut MPI_Request) -> Result<()> {
+    // SAFETY: no preconditions.
+    wait_testing(req, || unsafe {
+        libc::sched_yield();
+    })
+}
+
+/// Test `req` until it completes, calling `between` after each test that finds it pending.
+fn wait_testing(req: &mut MPI_Request, mut between: impl FnMut()) -> Result<()> {
     loop {
         let mut flag: c_int = 0;
         // SAFETY: an active request we own.
@@ -144,8 +141,7 @@ fn wait_yielding(req: &mut MPI_Request) -> Result<()> {
         if flag != 0 {
             return Ok(());
         }
-        // SAFETY: no preconditions.
-        unsafe { libc::sched_yield() };
+        between();
     }
 }
 
