@@ -104,3 +104,37 @@ fn bad_input_exits_2_with_one_line() {
     }
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// MPICH's coordinates file: one line per world rank after the header, and a clear error (exit
+/// 2) for a host-level tree, which says nothing about ranks.
+#[test]
+fn convert_to_mpich_coordinates() {
+    let (code, out, err) = treecast(&[
+        "topology",
+        "convert",
+        &shipped("paper-uniform-2x4x2.json"),
+        "--format",
+        "mpich-coords",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let lines: Vec<&str> = out.lines().collect();
+    assert!(lines[0].starts_with('#'), "MPICH skips the first line: {out}");
+    assert_eq!(lines.len(), 1 + 16, "{out}");
+    for (r, l) in lines[1..].iter().enumerate() {
+        let (rank, rest) = l.split_once(':').expect("RANK: GROUP SWITCH PORT");
+        assert_eq!(rank.parse::<usize>().unwrap(), r);
+        assert_eq!(rest.split_whitespace().count(), 3, "{l}");
+    }
+    let (code, _, err) = treecast(&[
+        "topology",
+        "convert",
+        &shipped("testbed-256.conf"),
+        "--format",
+        "mpich-coords",
+    ]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("no ranks"), "{err}");
+    let (code, _, err) = treecast(&["topology", "convert", &shipped("emu-3x3.json"), "--format", "coords"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("mpich-coords"), "the error lists the formats: {err}");
+}

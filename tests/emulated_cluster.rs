@@ -306,7 +306,7 @@ fn probe_many(cluster: &Cluster, truth: &str, want: &Probes) {
         // The other formats say the same about the leaf switches.
         let groups = metrics::leaf_partition(&t).expect("leaf partition");
         for format in [Format::Slurm, Format::Groups] {
-            let written = format.write(&t);
+            let written = format.write(&t).unwrap();
             let got: Vec<Vec<String>> = match format {
                 Format::Groups => written
                     .lines()

@@ -143,8 +143,7 @@ fn infer_error(e: InferError) -> CliError {
 }
 
 fn from_matrix(file: &Path, format: &str, opts: &InferOptions) -> Result<(), CliError> {
-    let fmt = Format::from_name(format)
-        .ok_or_else(|| CliError::Input(format!("--format: '{format}' is not one of json, slurm, dot, groups")))?;
+    let fmt = Format::parse_name(format).map_err(CliError::Input)?;
     let name = file.display().to_string();
     let m = topology::rtt_csv::from_str(&read(file)?, &name)?;
     let mut prober = MatrixProber::new(&m, &name)?;
@@ -161,13 +160,12 @@ fn from_matrix(file: &Path, format: &str, opts: &InferOptions) -> Result<(), Cli
         r.stats.probe.distinct_pairs,
         m.hosts.len() * m.hosts.len().saturating_sub(1) / 2
     );
-    print!("{}", fmt.write(&r.topology));
+    print!("{}", fmt.write(&r.topology)?);
     Ok(())
 }
 
 fn from_replay(file: &Path, format: &str, opts: &InferOptions) -> Result<(), CliError> {
-    let fmt = Format::from_name(format)
-        .ok_or_else(|| CliError::Input(format!("--format: '{format}' is not one of json, slurm, dot, groups")))?;
+    let fmt = Format::parse_name(format).map_err(CliError::Input)?;
     let name = file.display().to_string();
     let dump = ProbeDump::from_json(&read(file)?, &name).map_err(|e| CliError::Input(e.to_string()))?;
     let mut prober = ReplayProber::new(&dump);
@@ -181,7 +179,7 @@ fn from_replay(file: &Path, format: &str, opts: &InferOptions) -> Result<(), Cli
         r.topology.vertices_of_kind(topology::VertexKind::Switch).len(),
         prober.reused()
     );
-    print!("{}", fmt.write(&r.topology));
+    print!("{}", fmt.write(&r.topology)?);
     Ok(())
 }
 

@@ -8,8 +8,9 @@ use treecast::topology::{self, Format};
 
 #[derive(clap::Args)]
 pub struct Args {
-    /// Output format: text (a drawn tree), json, slurm, dot or groups.
-    #[arg(long, default_value = "text", value_parser = ["text", "json", "slurm", "dot", "groups"])]
+    /// Output format: text (a drawn tree), json, slurm, dot, groups or mpich-coords (MPICH's
+    /// MPIR_CVAR_COORDINATES_FILE, for its topology-aware trees).
+    #[arg(long, default_value = "text", value_parser = ["text", "json", "slurm", "dot", "groups", "mpich-coords"])]
     format: String,
     /// Also save the tree to this file (format from its extension: .json, .conf, .dot, .groups).
     #[arg(long)]
@@ -55,10 +56,10 @@ pub fn run(args: Args) -> Result<(), CliError> {
             );
             print!("{}", topology::text::to_string(&t));
         }
-        "json" => print!("{}", Format::Json.write(&t)),
-        "slurm" => print!("{}", Format::Slurm.write(&t)),
-        "dot" => print!("{}", Format::Dot.write(&t)),
-        _ => print!("{}", topology::groups_string(&t)),
+        name => {
+            let fmt = Format::parse_name(name).map_err(CliError::Input)?;
+            print!("{}", fmt.write(&t)?);
+        }
     }
     if let Some(p) = args.save {
         topology::save_file(&p, &t).map_err(|e| CliError::Failed(e.to_string()))?;

@@ -2,8 +2,8 @@
 //!
 //! - `generate --family NAME [--hosts-per-switch N --switches N --ranks-per-host N
 //!   --oversubscription K --latency-us X --bandwidth-gbps X --uplink-latency-us X --fanouts A,B]
-//!   [--format json|slurm|dot|groups] [--output FILE]`
-//! - `convert FILE [--format json|slurm|dot|groups] [--output FILE]` (input JSON or Slurm, by content)
+//!   [--format json|slurm|dot|groups|mpich-coords] [--output FILE]`
+//! - `convert FILE [--format json|slurm|dot|groups|mpich-coords] [--output FILE]` (input JSON or Slurm, by content)
 //! - `compare TRUTH INFERRED [--format text|json]`: leaf groups, unrooted tree and rooted
 //!   hierarchy of INFERRED against TRUTH; exit 0 when everything matches, 1 when something
 //!   differs (printed), 2 on bad input.
@@ -65,7 +65,7 @@ struct GenerateArgs {
     /// Switch fan-out per level from the top, e.g. 2,4 (fat-tree).
     #[arg(long, value_delimiter = ',')]
     fanouts: Option<Vec<usize>>,
-    /// Output format: json, slurm, dot or groups.
+    /// Output format: json, slurm, dot, groups or mpich-coords (MPICH's MPIR_CVAR_COORDINATES_FILE).
     #[arg(long, default_value = "json")]
     format: String,
     /// Write here instead of standard output.
@@ -77,7 +77,7 @@ struct GenerateArgs {
 struct ConvertArgs {
     /// Topology file (JSON or Slurm topology.conf).
     file: PathBuf,
-    /// Output format: json, slurm, dot or groups.
+    /// Output format: json, slurm, dot, groups or mpich-coords (MPICH's MPIR_CVAR_COORDINATES_FILE).
     #[arg(long, default_value = "json")]
     format: String,
     /// Write here instead of standard output.
@@ -97,12 +97,11 @@ struct CompareArgs {
 }
 
 fn format(name: &str) -> Result<Format, CliError> {
-    Format::from_name(name)
-        .ok_or_else(|| CliError::Input(format!("--format: '{name}' is not one of json, slurm, dot, groups")))
+    Format::parse_name(name).map_err(CliError::Input)
 }
 
 fn emit(t: &Topology, fmt: Format, output: Option<&Path>) -> Result<(), CliError> {
-    let text = fmt.write(t);
+    let text = fmt.write(t)?;
     match output {
         None => {
             print!("{text}");

@@ -32,18 +32,30 @@ pub enum Format {
     Slurm,
     Dot,
     Groups,
+    /// MPICH's coordinates file ([`super::mpich_coords`]); written only.
+    MpichCoords,
 }
 
 impl Format {
-    /// Parse a format name as the CLI spells it: `json`, `slurm`, `dot`, `groups`.
+    /// Every format's name as the CLI spells it, in the order help texts list them.
+    pub const NAMES: [&'static str; 5] = ["json", "slurm", "dot", "groups", "mpich-coords"];
+
+    /// Parse a format name as the CLI spells it: `json`, `slurm`, `dot`, `groups`,
+    /// `mpich-coords`.
     pub fn from_name(name: &str) -> Option<Format> {
         match name {
             "json" => Some(Format::Json),
             "slurm" => Some(Format::Slurm),
             "dot" => Some(Format::Dot),
             "groups" => Some(Format::Groups),
+            "mpich-coords" => Some(Format::MpichCoords),
             _ => None,
         }
+    }
+
+    /// [`Format::from_name`], or a message naming the valid names (for `--format` errors).
+    pub fn parse_name(name: &str) -> Result<Format, String> {
+        Format::from_name(name).ok_or_else(|| format!("--format: '{name}' is not one of {}", Format::NAMES.join(", ")))
     }
 
     /// Format for a file name by extension: `.json`, `.conf` (Slurm), `.dot`, `.groups`.
@@ -57,14 +69,15 @@ impl Format {
         }
     }
 
-    /// Render a topology in this format.
-    pub fn write(self, t: &Topology) -> String {
-        match self {
+    /// Render a topology in this format. Only `mpich-coords` can fail: it needs ranks.
+    pub fn write(self, t: &Topology) -> Result<String, TopologyError> {
+        Ok(match self {
             Format::Json => json::to_string(t),
             Format::Slurm => slurm::to_string(t),
             Format::Dot => dot::to_string(t),
             Format::Groups => groups_string(t),
-        }
+            Format::MpichCoords => return super::mpich_coords::to_string(t),
+        })
     }
 }
 
@@ -96,5 +109,6 @@ pub fn save_file(path: &Path, t: &Topology) -> Result<(), TopologyError> {
     let format = Format::from_path(path).ok_or_else(|| {
         TopologyError::new("unknown extension: use .json, .conf (Slurm), .dot or .groups").in_file(&file)
     })?;
-    std::fs::write(path, format.write(t)).map_err(|e| TopologyError::new(format!("cannot write: {e}")).in_file(&file))
+    let text = format.write(t).map_err(|e| e.in_file(&file))?;
+    std::fs::write(path, text).map_err(|e| TopologyError::new(format!("cannot write: {e}")).in_file(&file))
 }

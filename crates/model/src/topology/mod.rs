@@ -657,6 +657,7 @@ pub mod hostlist;
 pub mod io;
 pub mod json;
 mod jsontext;
+pub mod mpich_coords;
 pub mod rtt_csv;
 pub mod slurm;
 pub mod text;

@@ -241,7 +241,7 @@ fn shipped_example_files_are_current() {
         let shipped = std::fs::read_to_string(&path)
             .unwrap_or_else(|e| panic!("{}: {e} (run `treecast topology examples topologies`)", path.display()));
         assert!(
-            shipped == format.write(t),
+            shipped == format.write(t).unwrap(),
             "{file} is stale: run `cargo run -- topology examples topologies`"
         );
         let loaded = load_file(&path).unwrap();
@@ -260,7 +260,7 @@ fn shipped_example_files_are_current() {
                 };
                 assert_eq!(shape(&loaded), shape(t), "{file}");
                 assert_eq!(groups_string(&loaded), groups_string(t), "{file}");
-                assert!(loaded.canonical_eq(&io::from_str_auto(&format.write(&loaded), file).unwrap()));
+                assert!(loaded.canonical_eq(&io::from_str_auto(&format.write(&loaded).unwrap(), file).unwrap()));
             }
         }
     }
