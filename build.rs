@@ -14,8 +14,12 @@
 
 use std::process::Command;
 
+include!("build-support/mpi_rpath.rs");
+
 fn main() {
     println!("cargo:rerun-if-changed=build.rs");
+    println!("cargo:rerun-if-changed=build-support/mpi_rpath.rs");
+    emit_mpi_rpath();
     for var in ["MPICC", "PATH"] {
         println!("cargo:rerun-if-env-changed={var}");
     }

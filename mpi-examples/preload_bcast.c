@@ -233,7 +233,11 @@ static void check_errors(void) {
         {"negative count", buf, -1, MPI_INT, 0},
         {"null datatype", buf, 4, MPI_DATATYPE_NULL, 0},
         {"root out of range", buf, 4, MPI_INT, world_size},
+#if !defined(MPICH_VERSION)
+        /* MPICH does not check for it: its MPI_Bcast writes through MPI_IN_PLACE and the plain
+         * run crashes, so there is no behaviour of the library's to compare with. */
         {"MPI_IN_PLACE", MPI_IN_PLACE, 4, MPI_INT, 0},
+#endif
     };
     for (unsigned c = 0; c < sizeof cases / sizeof cases[0]; c++) {
         handler_calls = 0;
@@ -245,7 +249,11 @@ static void check_errors(void) {
         snprintf(what, sizeof what, "errors %s: class %d, handler called %d times with class %d", cases[c].what, cls,
                  handler_calls, handler_class);
         report(what, 0, 1);
-        if (rc == MPI_SUCCESS || handler_calls != 1 || handler_class != cls) failures++;
+        /* The handler must see the error. What MPI_Bcast returns after a user handler returns
+         * differs by library (Open MPI: the error code; MPICH: MPI_SUCCESS); the test compares
+         * it with the library's own through the printed class. */
+        if (handler_calls != 1 || handler_class == MPI_SUCCESS || (rc != MPI_SUCCESS && handler_class != cls))
+            failures++;
     }
     for (int i = 0; i < 16; i++) buf[i] = world_rank == 1 % world_size ? 100 + i : -1;
     int rc = MPI_Bcast(buf, 16, MPI_INT, 1 % world_size, comm);

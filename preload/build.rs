@@ -1,8 +1,12 @@
 //! Compiles `src/mpi_consts.c` (MPI constants that are C macros) with the MPI headers, found the
 //! way `mpi-sys` finds them.
 
+include!("../build-support/mpi_rpath.rs");
+
 fn main() {
     println!("cargo:rerun-if-changed=src/mpi_consts.c");
+    println!("cargo:rerun-if-changed=../build-support/mpi_rpath.rs");
+    emit_mpi_rpath();
     let lib = match build_probe_mpi::probe() {
         Ok(lib) => lib,
         Err(errs) => {

@@ -11,7 +11,8 @@
 # Otherwise (not root, or the kernel lacks what emulation needs) it runs on plain local mpirun:
 # the Rust example and the benchmark on NP ranks (default 4) of this machine.
 #
-# Environment: NP (local ranks), DEMO_LOCAL=1 (skip the emulated cluster), EMUCLUSTER_PREFIX.
+# Environment: NP (local ranks), DEMO_LOCAL=1 (skip the emulated cluster), EMUCLUSTER_PREFIX,
+# TREECAST_MPI=mpich (MPICH instead of Open MPI; see README "Open MPI or MPICH").
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/setup.sh
@@ -23,10 +24,10 @@ local_demo() {
   local np="${NP:-4}"
   echo
   echo "== topo_bcast from Rust on $np ranks"
-  mpirun --oversubscribe -np "$np" target/release/examples/rust_bcast
+  local_mpirun "$np" "$TREECAST_RELEASE/examples/rust_bcast"
   echo
   echo "== topo_bcast vs MPI_Bcast on $np ranks (medians, one run)"
-  mpirun --oversubscribe -np "$np" target/release/treecast bench --max 4MiB
+  local_mpirun "$np" "$TREECAST_RELEASE/treecast" bench --max 4MiB
 }
 
 if [ "${DEMO_LOCAL:-0}" = 1 ] || [ "$(id -u)" != 0 ]; then

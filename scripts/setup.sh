@@ -2,7 +2,11 @@
 # Install what treecast needs, only if it is missing.
 #
 #   scripts/setup.sh            # MPI + libclang (to build)
-#   scripts/setup.sh --test     # also what the test suite uses (SimGrid, gfortran, iproute2, binutils, librsvg2-bin, python3)
+#   scripts/setup.sh --test     # also what the test suite uses (SimGrid, gfortran, iproute2, binutils, librsvg2-bin, python3, MPICH)
+#
+# TREECAST_MPI=mpich (the implementation to build with; default openmpi) also installs MPICH:
+# PyPI's `mpich` wheel, with pip, under $TREECAST_MPICH_HOME (see lib/probes.sh). --test installs
+# it unless TREECAST_MPI=openmpi, since ./scripts/test.sh runs the MPI tests against both.
 #
 # When apt is used:
 # - mpicc missing (a fresh Debian machine): everything missing is installed with apt-get, through sudo
@@ -15,6 +19,14 @@ set -euo pipefail
 
 want_test=0
 [ "${1:-}" = "--test" ] && want_test=1
+case "${TREECAST_MPI:-}" in
+  "" | openmpi | mpich) ;;
+  *) echo "setup: TREECAST_MPI=$TREECAST_MPI: expected openmpi or mpich" >&2; exit 2 ;;
+esac
+want_mpich=0
+if [ "${TREECAST_MPI:-}" = mpich ] || { [ "$want_test" = 1 ] && [ -z "${TREECAST_MPI:-}" ]; }; then
+  want_mpich=1
+fi
 
 have() { command -v "$1" >/dev/null 2>&1; }
 
@@ -47,6 +59,9 @@ detect() {
     probe_rsvg || add "rsvg-convert (librsvg2-bin: tests/profile.rs renders the report's charts)" librsvg2-bin
     probe_python3 || add "python3 (scripts/module-cycles.py: test.sh fails on import cycles)" python3
   fi
+  if [ "$want_mpich" = 1 ] && ! probe_mpich; then
+    probe_pip || add "python3 -m pip (installs PyPI's MPICH: TREECAST_MPI=mpich, the MPICH tests)" python3-pip
+  fi
 }
 detect
 if [ ${#pkgs[@]} -gt 0 ]; then
@@ -78,6 +93,24 @@ if [ ${#pkgs[@]} -gt 0 ]; then
     # Without MPI or libclang nothing builds. A missing test tool only fails the tests that need it.
     probe_mpi_c || exit 1
     probe_libclang || exit 1
+  fi
+fi
+
+# MPICH from PyPI (no Debian package ships MPICH 5; Debian's MPICH 4.0 was seen hanging in
+# MPI_Finalize when oversubscribed). pip's --prefix install needs no virtual environment and is
+# not refused on "externally managed" Pythons; the wrappers in it find their prefix themselves.
+if [ "$want_mpich" = 1 ] && ! probe_mpich; then
+  home=$(probe_mpich_home)
+  if probe_pip; then
+    echo "setup: installing MPICH ($PROBE_MPICH_WHEEL from PyPI) under $home"
+    python3 -m pip install --quiet --disable-pip-version-check --root-user-action=ignore \
+      --no-deps --prefix "$home" "$PROBE_MPICH_WHEEL" >&2 ||
+      echo "setup: pip failed installing $PROBE_MPICH_WHEEL" >&2
+  fi
+  if ! probe_mpich; then
+    echo "setup: missing MPICH under $home (TREECAST_MPI=mpich, the MPICH tests); install it with" \
+      "'python3 -m pip install --prefix $home $PROBE_MPICH_WHEEL' or set TREECAST_MPICH_HOME to an MPICH prefix" >&2
+    [ "${TREECAST_MPI:-}" = mpich ] && exit 1
   fi
 fi
 

@@ -30,4 +30,9 @@ pub use api::{TopoBcast, TopoBuffer};
 /// The MPI implementation this build was compiled against (from `mpi.h`, see `build.rs`), e.g.
 /// "Open MPI 4.1.4, MPI 3.1".
 pub const MPI_BUILT_WITH: &str = env!("TREECAST_MPI_BUILT_WITH");
+
+/// Whether this build is against an MPICH-family MPI (MPICH, Intel MPI, ...: `build.rs`), whose
+/// behaviour differs from Open MPI's where the standard leaves room (what `MPI_Bcast` returns
+/// after a user error handler returns, for one).
+pub const MPICH_FAMILY: bool = cfg!(treecast_mpi = "mpich");
 pub use error::{Error, ErrorKind, Result};

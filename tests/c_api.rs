@@ -24,7 +24,7 @@ fn compile_c_example() -> PathBuf {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
     let out = target_dir().join("c_bcast_test");
     let lib = libtreecast();
-    let status = Command::new("mpicc")
+    let status = Command::new(common::mpicc())
         .args(["-O2", "-Wall", "-Werror", "-I"])
         .arg(root.join("include"))
         .arg(root.join("mpi-examples/c_bcast.c"))
@@ -67,4 +67,28 @@ fn library_exports_topo_bcast_and_no_mpi_symbols() {
         .filter(|n| n.starts_with("MPI_") || n.starts_with("mpi_"))
         .collect();
     assert!(mpi.is_empty(), "libtreecast.so must not export MPI symbols: {mpi:?}");
+}
+
+/// A program built with the MPI under test and linked with libtreecast.so loads exactly one MPI
+/// library. With two implementations installed, a build whose MPI probe is stale (rsmpi's
+/// `mpi-sys` does not rerun when `$MPICC` changes) links libtreecast.so against the other
+/// one; both then load, and which one a call reaches depends on symbol lookup order.
+#[test]
+fn one_mpi_library_is_loaded() {
+    let exe = build_c_example();
+    let out = Command::new("ldd").arg(&exe).output().expect("ldd");
+    let text = String::from_utf8_lossy(&out.stdout);
+    let mpis: Vec<&str> = text
+        .lines()
+        .map(str::trim)
+        .filter(|l| l.starts_with("libmpi.so") || l.starts_with("libmpi_abi.so"))
+        .collect();
+    assert_eq!(
+        mpis.len(),
+        1,
+        "{} must load one MPI library, not {mpis:?}; if libtreecast.so brings another, \
+         rebuild its MPI probe: cargo clean -p mpi-sys --release\n{text}",
+        exe.display()
+    );
+    assert!(!mpis[0].contains("not found"), "{}", mpis[0]);
 }

@@ -31,7 +31,7 @@ fn compile(topo: bool) -> PathBuf {
     let root = root_dir();
     let dir = target_dir();
     let out = dir.join(if topo { "conformance_topo" } else { "conformance_mpi" });
-    let mut cmd = Command::new("mpicc");
+    let mut cmd = Command::new(common::mpicc());
     cmd.args(["-O2", "-Wall", "-Werror"])
         .arg(root.join("mpi-examples/conformance.c"));
     if topo {

@@ -184,6 +184,48 @@ fn an_mpi_wrapper_must_build_a_program() {
     assert!(!f.probe("probe_mpi_c", &[]));
 }
 
+/// MPICH is found under TREECAST_MPICH_HOME (else ~/.local/share/treecast/mpich) only when
+/// its wrapper builds a program and its launcher and `mpichversion` are there: a prefix left
+/// half-installed is missing, so setup.sh installs it again.
+#[test]
+fn mpich_is_a_home_whose_wrapper_builds_a_program() {
+    let f = Fake::new("mpich");
+    let home = f.dir.join("mpich");
+    let bin = home.join("bin");
+    fs::create_dir_all(&bin).unwrap();
+    let tool = |name: &str, script: &str| tool_at(&bin, name, script);
+    let env = [("TREECAST_MPICH_HOME", home.display().to_string())];
+    assert!(!f.probe("probe_mpich", &env), "an empty prefix");
+    tool(
+        "mpicc",
+        "while [ $# -gt 0 ]; do [ \"$1\" = -o ] && : >\"$2\"; shift; done",
+    );
+    tool("mpirun", "exit 0");
+    assert!(!f.probe("probe_mpich", &env), "no mpichversion: not an MPICH");
+    tool("mpichversion", "echo 'MPICH Version: 5.0.2'");
+    assert!(f.probe("probe_mpich", &env));
+    tool("mpicc", "echo 'mpicc: cc not found' >&2; exit 1");
+    assert!(!f.probe("probe_mpich", &env), "a wrapper that cannot compile");
+    // The default home is under HOME (XDG_DATA_HOME unset).
+    let default = [("HOME", f.dir.display().to_string())];
+    assert!(!f.probe("probe_mpich", &default));
+    let moved = f.dir.join(".local/share/treecast");
+    fs::create_dir_all(&moved).unwrap();
+    fs::rename(&home, moved.join("mpich")).unwrap();
+    tool_at(
+        &moved.join("mpich/bin"),
+        "mpicc",
+        "while [ $# -gt 0 ]; do [ \"$1\" = -o ] && : >\"$2\"; shift; done",
+    );
+    assert!(f.probe("probe_mpich", &default));
+}
+
+fn tool_at(bin: &Path, name: &str, script: &str) {
+    let p = bin.join(name);
+    fs::write(&p, format!("#!/bin/sh\n{script}\n")).unwrap();
+    fs::set_permissions(&p, fs::Permissions::from_mode(0o755)).unwrap();
+}
+
 #[test]
 fn an_mpifort_without_a_fortran_compiler_is_missing() {
     let f = Fake::new("mpifort");
@@ -236,6 +278,8 @@ fn setup_on_a_bare_machine_asks_apt_for_everything_and_stops_when_it_fails() {
             "iproute2",
             "librsvg2-bin",
             "python3",
+            // pip for PyPI's MPICH: the fake machine has no python3.
+            "python3-pip",
         ] {
             assert!(asked.contains(pkg), "apt-get was not asked for {pkg}: {asked}");
         }

@@ -237,18 +237,21 @@ unsafe fn profiled_pmpi(
     rc
 }
 
-/// Invoke `comm`'s error handler with `code`, as `MPI_Bcast` does on error, and return `code`.
-/// With the default `MPI_ERRORS_ARE_FATAL` MPI aborts the job; treecast's message, which names
-/// what went wrong more precisely than the error class, is logged first.
+/// Invoke `comm`'s error handler with `code`, as `MPI_Bcast` does on error, and return what
+/// the MPI library's `MPI_Bcast` returns then: `code`, except after a user-defined handler
+/// returns under MPICH, which returns `MPI_SUCCESS` (Open MPI returns the code). With the
+/// default `MPI_ERRORS_ARE_FATAL` MPI aborts the job; treecast's message, which names what went
+/// wrong more precisely than the error class, is logged first.
 unsafe fn raise(comm: MPI_Comm, code: c_int) -> c_int {
     let mut handler = std::mem::MaybeUninit::<ffi::MPI_Errhandler>::uninit();
-    let fatal = if ffi::PMPI_Comm_get_errhandler(comm, handler.as_mut_ptr()) == SUCCESS {
+    let (fatal, user) = if ffi::PMPI_Comm_get_errhandler(comm, handler.as_mut_ptr()) == SUCCESS {
         let mut h = handler.assume_init();
         let fatal = h == ffi::RSMPI_ERRORS_ARE_FATAL;
+        let user = !fatal && h != ffi::RSMPI_ERRORS_RETURN;
         ffi::PMPI_Errhandler_free(&mut h);
-        fatal
+        (fatal, user)
     } else {
-        true
+        (true, false)
     };
     if fatal {
         log::error!("treecast preload: MPI_Bcast failed: {}", last_error());
@@ -256,7 +259,11 @@ unsafe fn raise(comm: MPI_Comm, code: c_int) -> c_int {
         log::debug!("treecast preload: MPI_Bcast returns an error: {}", last_error());
     }
     ffi::PMPI_Comm_call_errhandler(comm, code);
-    code
+    if user && treecast::MPICH_FAMILY {
+        SUCCESS
+    } else {
+        code
+    }
 }
 
 /// This thread's last treecast error message.

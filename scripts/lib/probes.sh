@@ -119,3 +119,21 @@ probe_util_linux() { probe_have unshare && probe_have nsenter; }
 probe_binutils() { probe_have nm; }
 probe_rsvg() { probe_have rsvg-convert; }
 probe_python3() { probe_have python3; }
+
+# MPICH, the second implementation (TREECAST_MPI=mpich, and ./scripts/test.sh, which runs the MPI
+# tests against both): PyPI's `mpich` wheel (MPICH 5 with Hydra's mpirun and the MPI 5 standard
+# ABI), installed by setup.sh with pip under $TREECAST_MPICH_HOME. Any MPICH installation
+# (a cluster module) can be used instead by pointing TREECAST_MPICH_HOME at its prefix.
+PROBE_MPICH_WHEEL="mpich==5.0.2"
+probe_mpich_home() {
+  printf '%s\n' "${TREECAST_MPICH_HOME:-${XDG_DATA_HOME:-$HOME/.local/share}/treecast/mpich}"
+}
+probe_mpich() {
+  local home
+  home=$(probe_mpich_home)
+  [ -x "$home/bin/mpirun" ] && [ -x "$home/bin/mpichversion" ] && "$home/bin/mpichversion" >/dev/null 2>&1 &&
+    probe_compiles "$home/bin/mpicc" c '#include <mpi.h>
+int main(int c, char **v) { MPI_Init(&c, &v); return MPI_Finalize(); }'
+}
+# pip, which installs the MPICH wheel.
+probe_pip() { probe_have python3 && python3 -m pip --version >/dev/null 2>&1; }

@@ -312,14 +312,7 @@ unsafe fn run_posted_inner(
         for st in sc.sts.iter_mut() {
             st.MPI_ERROR = ffi::MPI_SUCCESS as c_int;
         }
-        let mut outcount: c_int = 0;
-        let rc = ffi::PMPI_Testsome(
-            nrecv as c_int,
-            sc.rreq.as_mut_ptr(),
-            &mut outcount,
-            sc.idx.as_mut_ptr(),
-            sc.sts.as_mut_ptr(),
-        );
+        let (rc, outcount) = raw::test_some(&mut sc.rreq, &mut sc.idx, &mut sc.sts);
         if rc != ffi::MPI_SUCCESS as c_int && rc != ffi::MPI_ERR_IN_STATUS as c_int {
             cancel_all(&mut sc.rreq);
             return Err(check(rc, "MPI_Testsome").unwrap_err());

@@ -11,6 +11,14 @@ use std::ffi::c_void;
 use std::mem::MaybeUninit;
 use std::os::raw::c_int;
 
+/// `MPI_COMBINER_NAMED`, the envelope combiner of a predefined datatype. An enumerator whose
+/// value and binding name differ by implementation: Open MPI's 0, MPICH's 1 (bindgen names it
+/// inside `MPIR_Combiner_enum`).
+#[cfg(not(treecast_mpi = "mpich"))]
+pub const COMBINER_NAMED: c_int = ffi::MPI_COMBINER_NAMED as c_int;
+#[cfg(treecast_mpi = "mpich")]
+pub const COMBINER_NAMED: c_int = ffi::MPIR_Combiner_enum_MPI_COMBINER_NAMED as c_int;
+
 /// Turn an MPI return code into a `Result`, naming the call.
 pub fn check(code: c_int, what: &str) -> Result<()> {
     if code == ffi::MPI_SUCCESS as c_int {
@@ -215,9 +223,73 @@ pub fn cancel_recv(req: &mut MPI_Request) -> Result<bool> {
     }
 }
 
+/// Whether this MPI raises the errors of the calls that complete several requests
+/// (`MPI_Testsome`, `MPI_Waitall`, ...) on the default error handler rather than on the
+/// requests' communicator. MPICH does (it aborts the job on a truncated receive even though our
+/// duplicate has `MPI_ERRORS_RETURN`; `MPI_Test` and `MPI_Wait` honour the communicator's
+/// handler); Open MPI does not. treecast then completes requests one at a time.
+const MULTI_COMPLETION_IS_FATAL: bool = crate::MPICH_FAMILY;
+
+/// `MPI_Testsome` on `reqs`: completed indices in `idx`, their statuses in `sts`, their number
+/// returned (`MPI_UNDEFINED` when every request is null). A failed request completes with its
+/// error in its status' `MPI_ERROR`, and the call returns `MPI_ERR_IN_STATUS`, on every MPI
+/// (see [`MULTI_COMPLETION_IS_FATAL`]). Other return codes are errors of the call itself.
+///
+/// # Safety
+/// `reqs` are requests this process owns; `idx` and `sts` hold at least `reqs.len()` entries.
+pub unsafe fn test_some(reqs: &mut [MPI_Request], idx: &mut [c_int], sts: &mut [MPI_Status]) -> (c_int, c_int) {
+    if !MULTI_COMPLETION_IS_FATAL {
+        let mut outcount: c_int = 0;
+        let rc = ffi::PMPI_Testsome(
+            reqs.len() as c_int,
+            reqs.as_mut_ptr(),
+            &mut outcount,
+            idx.as_mut_ptr(),
+            sts.as_mut_ptr(),
+        );
+        return (rc, outcount);
+    }
+    let null = null_request();
+    let (mut out, mut active, mut rc) = (0usize, false, ffi::MPI_SUCCESS as c_int);
+    for (i, r) in reqs.iter_mut().enumerate() {
+        if *r == null {
+            continue;
+        }
+        active = true;
+        let mut flag: c_int = 0;
+        let mut st = empty_status();
+        let code = ffi::PMPI_Test(r, &mut flag, &mut st);
+        if code != ffi::MPI_SUCCESS as c_int {
+            if *r != null && flag == 0 {
+                return (code, out as c_int); // the call failed, not the request
+            }
+            st.MPI_ERROR = code;
+            rc = ffi::MPI_ERR_IN_STATUS as c_int;
+            flag = 1;
+        }
+        if flag != 0 {
+            idx[out] = i as c_int;
+            sts[out] = st;
+            out += 1;
+        }
+    }
+    if !active {
+        return (rc, ffi::MPI_UNDEFINED as c_int);
+    }
+    (rc, out as c_int)
+}
+
 /// Wait for all requests; the first error found in a status is returned.
 pub fn wait_all(reqs: &mut [MPI_Request]) -> Result<()> {
     if reqs.is_empty() {
+        return Ok(());
+    }
+    if MULTI_COMPLETION_IS_FATAL {
+        for r in reqs.iter_mut() {
+            let mut st = empty_status();
+            // SAFETY: requests are ours.
+            check(unsafe { ffi::PMPI_Wait(r, &mut st) }, "MPI_Wait")?;
+        }
         return Ok(());
     }
     // SAFETY: requests are ours; statuses are ignored on success.

@@ -345,7 +345,7 @@ mod fast {
         let (mut ni, mut na, mut nd, mut combiner) = (0, 0, 0, 0);
         mpi::ffi::PMPI_Type_get_envelope(datatype, &mut ni, &mut na, &mut nd, &mut combiner)
             == mpi::ffi::MPI_SUCCESS as std::os::raw::c_int
-            && combiner == mpi::ffi::MPI_COMBINER_NAMED as std::os::raw::c_int
+            && combiner == crate::exec::raw::COMBINER_NAMED
     }
 }
 
