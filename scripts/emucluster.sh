@@ -46,6 +46,12 @@
 # switches (rank 0 on switch 0, rank 1 on switch 1, ...). `-np` in ARGS overrides the rank count.
 # $EMUCLUSTER_BTL overrides the btl list (e.g. `tcp,self,vader` for shared memory inside a host).
 #
+# MPICH (`mpirun` on the PATH is Hydra, as after `TREECAST_MPI=mpich . scripts/env.sh`): the
+# same hostfile as HOST:SLOTS lines and the same agent, and
+#   mpirun -f F -launcher rsh -launcher-exec AGENT -localhost ROOT_IP -n HOSTS*N
+#          -genv UCX_TLS tcp,self -genv UCX_NET_DEVICES eth0 ARGS...
+# ($EMUCLUSTER_UCX_TLS overrides the transports). `-n` in ARGS overrides the rank count.
+#
 # Exit codes: 0 success; 1 failure (including: not root, kernel or tool missing); 2 bad usage.
 set -euo pipefail
 
@@ -556,10 +562,33 @@ cmd_mpirun() {
     case "$a" in -np|-n|--np|-c|--n) np_args=();; esac
   done
   local rc=0
-  mpirun --allow-run-as-root --oversubscribe --hostfile "$hf" --map-by "$mapby" "${np_args[@]}" \
-    --mca plm_rsh_agent "$STATE_DIR/agent" --mca plm_rsh_no_tree_spawn 1 \
-    --mca btl "${EMUCLUSTER_BTL:-tcp,self}" --mca btl_tcp_if_include "$subnet" --mca oob_tcp_if_include "$subnet" \
-    "$@" || rc=$?
+  if mpirun --version 2>&1 | grep -qi hydra; then
+    # MPICH (Hydra): hostfile lines HOST:SLOTS, filled in order and wrapped around, so
+    # round-robin lists each host with one slot. Proxies are started through the same agent
+    # and call back to this namespace's address. UCX would take the namespaces for one node
+    # (same kernel) and move every message through shared memory, past the emulated network:
+    # it is restricted to TCP on eth0, as Open MPI is to its tcp BTL. Ranks on the same
+    # emulated host still share memory through MPICH's own shared-memory transport.
+    local root_ip
+    root_ip=$(sed -n 's/^root_ip=//p' "$STATE_DIR/cluster")
+    if [ "$placement" = block ]; then
+      sed -i "s/ slots=/:/" "$hf"
+    else
+      sed -i "s/ slots=.*/:1/" "$hf"
+    fi
+    for a in "$@"; do
+      case "$a" in -np|--np) usage_die "mpirun with MPICH: use -n, not $a";; esac
+    done
+    np_args=("${np_args[@]/#-np/-n}")
+    mpirun -f "$hf" -launcher rsh -launcher-exec "$STATE_DIR/agent" -localhost "$root_ip" "${np_args[@]}" \
+      -genv UCX_TLS "${EMUCLUSTER_UCX_TLS:-tcp,self}" -genv UCX_NET_DEVICES eth0 \
+      "$@" || rc=$?
+  else
+    mpirun --allow-run-as-root --oversubscribe --hostfile "$hf" --map-by "$mapby" "${np_args[@]}" \
+      --mca plm_rsh_agent "$STATE_DIR/agent" --mca plm_rsh_no_tree_spawn 1 \
+      --mca btl "${EMUCLUSTER_BTL:-tcp,self}" --mca btl_tcp_if_include "$subnet" --mca oob_tcp_if_include "$subnet" \
+      "$@" || rc=$?
+  fi
   rm -f "$hf"
   return $rc
 }
