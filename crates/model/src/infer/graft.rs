@@ -25,6 +25,56 @@ const MIN_PAIRS: usize = 3;
 /// Alternating refinements of the two exits of a pair of parts.
 const SWEEPS: usize = 3;
 
+/// Why the part trees do not graft into one tree (the caller then measures more pairs between
+/// the parts, or falls back to one tree). Part numbers index the trees given to [`join`].
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) enum GraftError {
+    /// A host is in none of the part trees (a bug of the caller).
+    HostInNoPart { host: usize },
+    /// Too few coarse pairs between parts `c` and `j` to place their exits.
+    TooFewPairs { c: usize, j: usize },
+    /// Part `c` leaves towards part `j` elsewhere than towards the others: its subtree holds
+    /// the junction of other parts, or a reading (or the part's tree) is off.
+    ExitsDisagree {
+        c: usize,
+        j: usize,
+        off_s: f64,
+        allowed_s: f64,
+    },
+    /// Part `c`'s exit falls on one of its hosts (hosts are leaves).
+    ExitAtHost { c: usize },
+    /// The exits of parts `c` and `j` come out at no positive distance (or none at all).
+    ExitsNotApart { c: usize, j: usize, apart_s: f64 },
+}
+
+impl std::fmt::Display for GraftError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match *self {
+            GraftError::HostInNoPart { host } => write!(f, "host {host} is in no part"),
+            GraftError::TooFewPairs { c, j } => {
+                write!(f, "parts {c} and {j}: fewer than {MIN_PAIRS} pairs measured between them")
+            }
+            GraftError::ExitsDisagree {
+                c,
+                j,
+                off_s,
+                allowed_s,
+            } => write!(
+                f,
+                "part {c} leaves towards part {j} {:.2} us away from where it leaves towards the others (allowed {:.2} us)",
+                off_s * 1e6,
+                allowed_s * 1e6
+            ),
+            GraftError::ExitAtHost { c } => write!(f, "part {c} would leave the network through a host"),
+            GraftError::ExitsNotApart { c, j, apart_s } => {
+                write!(f, "parts {c} and {j}: exits {:.2} us apart", apart_s * 1e6)
+            }
+        }
+    }
+}
+
+impl std::error::Error for GraftError {}
+
 /// Median and mean absolute deviation from it.
 fn spread(r: &[f64]) -> (f64, f64) {
     let mut v = r.to_vec();
@@ -277,7 +327,7 @@ pub(crate) fn join(
     trees: &[WorkTree],
     far: &[(usize, usize, f64)],
     tol: f64,
-) -> Result<WorkTree, String> {
+) -> Result<WorkTree, GraftError> {
     let m = trees.len();
     log::trace!("graft: {m} parts, tolerance {:.3} us", tol * 1e6);
     let mut part_of = vec![usize::MAX; num_hosts];
@@ -287,7 +337,7 @@ pub(crate) fn join(
         }
     }
     if let Some(h) = part_of.iter().position(|&c| c == usize::MAX) {
-        return Err(format!("host {h} is in no part"));
+        return Err(GraftError::HostInNoPart { host: h });
     }
     let mut links: FastMap<(usize, usize), Link> = FastMap::default();
     for &(a, b, d) in far {
@@ -310,9 +360,7 @@ pub(crate) fn join(
     for c in 0..m {
         for j in (c + 1)..m {
             let Some(l) = links.get(&(c, j)).filter(|l| l.pairs.len() >= MIN_PAIRS) else {
-                return Err(format!(
-                    "parts {c} and {j}: fewer than {MIN_PAIRS} pairs measured between them"
-                ));
+                return Err(GraftError::TooFewPairs { c, j });
             };
             fits.insert((c, j), fit_pair(trees, l, tol));
         }
@@ -359,11 +407,12 @@ pub(crate) fn join(
             let r = residuals(trees, &links[&(c.min(j), c.max(j))], x, y);
             let allowed = tol.max(2.0 * placement_error(&r).max(median_error(sigma, r.len())));
             if off > allowed {
-                return Err(format!(
-                    "part {c} leaves towards part {j} {:.2} us away from where it leaves towards the others (allowed {:.2} us)",
-                    off * 1e6,
-                    allowed * 1e6
-                ));
+                return Err(GraftError::ExitsDisagree {
+                    c,
+                    j,
+                    off_s: off,
+                    allowed_s: allowed,
+                });
             }
         }
         if log::log_enabled!(log::Level::Trace) {
@@ -380,7 +429,7 @@ pub(crate) fn join(
     for (c, &e) in exits.iter().enumerate() {
         if let Point::At(v) = e {
             if trees[c].is_host(v) && trees[c].num_hosts_in() > 1 {
-                return Err(format!("part {c} would leave the network through a host"));
+                return Err(GraftError::ExitAtHost { c });
             }
         }
     }
@@ -396,7 +445,7 @@ pub(crate) fn join(
                 links[&(c, j)].pairs.len()
             );
             if med.is_nan() || med <= 0.0 {
-                return Err(format!("parts {c} and {j}: exits {:.2} us apart", med * 1e6));
+                return Err(GraftError::ExitsNotApart { c, j, apart_s: med });
             }
             delta[c * m + j] = med;
             delta[j * m + c] = med;
@@ -542,6 +591,7 @@ mod tests {
     fn too_few_pairs_is_an_error() {
         let (trees, far) = parts();
         let e = join(8, &trees, &far[..2], 0.5e-6).unwrap_err();
-        assert!(e.contains("fewer than 3 pairs"), "{e}");
+        assert_eq!(e, GraftError::TooFewPairs { c: 0, j: 1 });
+        assert!(e.to_string().contains("fewer than 3 pairs"), "{e}");
     }
 }

@@ -48,6 +48,7 @@ mod lengths;
 mod locate;
 pub mod metrics;
 mod parts;
+mod recheck;
 mod refine;
 mod store;
 mod tree;

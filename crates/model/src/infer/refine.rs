@@ -104,6 +104,7 @@ pub(crate) fn refine(
         noise_s: 0.0,
         threshold_s: 0.0,
     };
+    let mut noises = Vec::with_capacity(mains.len());
     for main in mains.iter_mut() {
         let t = &mut main.tree;
         refit(t, &run.store, 0.0, 300);
@@ -120,9 +121,18 @@ pub(crate) fn refine(
             threshold * 1e6
         );
         report.merged += merged;
+        noises.push(noise);
         report.noise_s = report.noise_s.max(noise);
         report.threshold_s = report.threshold_s.max(threshold);
     }
+    // Short links still standing are judged once more, on fresh readings (see `recheck`).
+    let below: Vec<f64> = mains
+        .iter()
+        .zip(&noises)
+        .map(|(b, n)| if big(&b.tree) { WEIGH_UPTO * n } else { 0.0 })
+        .collect();
+    let mut trees: Vec<&mut WorkTree> = mains.iter_mut().map(|b| &mut b.tree).collect();
+    report.merged += super::recheck::recheck_short_links(run, &mut trees, &below, &noises)?;
     // Contracting a short link makes the switches below it siblings of those beside it: two
     // halves of one switch, split by a jitter-made link, have never been compared. One more
     // duplicate check (it measures only pairs of siblings no measurement crosses yet).

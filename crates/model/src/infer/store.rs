@@ -145,6 +145,15 @@ impl Store {
         }
     }
 
+    /// The one-way distance measurement `m` gives on its own under the statistic in use (a
+    /// fresh reading, not pooled with the pair's earlier ones).
+    pub fn distance_of(&self, m: &PairMeasurement) -> f64 {
+        match self.stat {
+            Statistic::Min => m.rtt_s() / 2.0,
+            Statistic::Median => median_of(&mut m.samples_s.clone()) / 2.0,
+        }
+    }
+
     /// Pair `k`'s observation from all its measurements: that of the measurement with the
     /// smallest minimum (the first on ties), or the median of every round trip of the pair
     /// with its latest measurement's `u`.
