@@ -97,6 +97,7 @@ rate_bps=$(echo "$state_rate" | awk '{ r = tolower($0); n = r + 0; sub(/^[0-9.]+
   m = (r == "gbit") ? 1e9 : (r == "mbit") ? 1e6 : (r == "kbit") ? 1e3 : 1; printf "%.0f", n * m / 8 }')
 
 mkdir -p "$out"
+out=$(cd "$out" && pwd)
 runs=()
 colls=()
 [ "$mpis" = mpich ] || colls+=(tuned han)
@@ -124,7 +125,7 @@ for placement in block round-robin; do
   [ "$mpis" != openmpi ] || continue
   # MPICH: its launcher and libraries first on the PATH (a subshell keeps them out of the Open
   # MPI runs); idle ranks yield (env.sh) unless --spin.
-  coords="$(pwd)/$out/coords-$placement.txt"
+  coords="$out/coords-$placement.txt"
   (
     export TREECAST_MPI=mpich
     . scripts/env.sh

@@ -55,17 +55,26 @@ trap '"${emu[@]}" down >/dev/null 2>&1 || true; rm -rf "$work"' EXIT
 
 # 9 ranks share this machine's cores: idle ranks yield the CPU instead of busy-polling, so the
 # times below are the network's and the algorithms', not the scheduler's (both sides alike).
+# With MPICH, env.sh exports its counterpart (the progress throttle), which Hydra passes on.
 yield=(--mca mpi_yield_when_idle 1)
+log_info=(-x TREECAST_LOG=info)
+mpi_name="Open MPI's MPI_Bcast (tuned)"
+if [ "${TREECAST_MPI:-openmpi}" = mpich ]; then
+  yield=()
+  log_info=(-genv TREECAST_LOG info)
+  mpi_name="MPICH's MPI_Bcast"
+fi
+tc="$TREECAST_RELEASE/treecast"
 
 echo
 echo "== 1. the tree treecast inferred from RTTs (treecast probe under mpirun; the truth is"
 echo "      s0: h000-h002, s1: h003-h005, s2: h006-h008, uplinks 300 Mbit/s)"
-"${emu[@]}" mpirun "${yield[@]}" -x TREECAST_LOG=info target/release/treecast probe --save "$work/tree.json" \
+"${emu[@]}" mpirun "${yield[@]}" "${log_info[@]}" "$tc" probe --save "$work/tree.json" \
   2>"$work/probe.log"
 grep -E "probed|hosts run on|inferred|uncertain|no structure" "$work/probe.log" | sed 's/^.*treecast: /   log: /' | sort -u
 # Is it right? Compare with the cluster as emulated (leaf groups, tree, rooted hierarchy).
 "${emu[@]}" truth >"$work/truth"
-if verdict=$(target/release/treecast topology compare "$work/truth" "$work/tree.json"); then
+if verdict=$("$tc" topology compare "$work/truth" "$work/tree.json"); then
   echo "   check: the inferred tree matches the emulated cluster ($verdict)"
 else
   echo "   check: the inferred tree does NOT match the emulated cluster: $verdict"
@@ -73,12 +82,12 @@ fi
 
 echo
 echo "== 2. the plan topo_bcast runs for 4 MiB from rank 0 on that tree"
-target/release/treecast plan --topology "$work/tree.json" --root 0 --bytes 4MiB --format text \
+"$tc" plan --topology "$work/tree.json" --root 0 --bytes 4MiB --format text \
   | sed -n '1,4p;/^candidates:/,/^$/p;/^relay routes/,$p' | head -40
 
 echo
-echo "== 3. topo_bcast vs Open MPI's MPI_Bcast (tuned), same job, medians over iterations"
-"${emu[@]}" mpirun "${yield[@]}" target/release/treecast bench --mode barrier --min 1KiB --max 16MiB --step 4 --iters 40 \
+echo "== 3. topo_bcast vs $mpi_name, same job, medians over iterations"
+"${emu[@]}" mpirun "${yield[@]}" "$tc" bench --mode barrier --min 1KiB --max 16MiB --step 4 --iters 40 \
   2>/dev/null | tee "$work/bench.txt"
 
 echo
