@@ -17,6 +17,7 @@
 //! | [`replay`] | predicted time of any plan under the cost model |
 //! | [`registry`] | every algorithm by name: parameters, family, help; `Algorithm` |
 //! | [`chooser`] | `plan_broadcast`: candidates, prediction, choice |
+//! | [`local`] | planning at scale: analytic choice among trees, one rank's own ops |
 //! | [`render`] | Gantt chart of a plan |
 //! | [`baselines`] | the MPI libraries' broadcast algorithms as plans (the baselines to beat) |
 //!
@@ -31,6 +32,7 @@ pub mod cost;
 mod error;
 pub mod greedy;
 pub mod hier;
+pub mod local;
 pub mod optimal;
 pub mod pipeline;
 pub mod registry;

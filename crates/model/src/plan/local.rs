@@ -1,0 +1,309 @@
+//! Planning at cluster scale: every rank computes only its own part of the plan.
+//!
+//! The chooser of [`super::chooser`] builds every candidate's plan it predicts and simulates
+//! the best ones: on 4,096 ranks a pipelined plan has millions of ops and planning one (root,
+//! size class) takes about half a second on every rank, which then holds everybody's sends.
+//! Here every candidate is a set of spanning trees plus a segment count (the multi-tree plans of
+//! [`super::pipeline`]; an unsegmented tree is one tree in one segment), which is all any rank
+//! needs: its ops follow from its parent and children in each tree and the path down from the
+//! root ([`local_ops_from_trees`]). So [`choose`]
+//!
+//! * builds the candidates' trees — O(ranks) each, no ops;
+//! * predicts each from the analytic [`Estimator`] (walks each tree once, then O(ranks) per
+//!   segment count), never the simulator, and takes the fastest (ties to the earlier);
+//! * and [`LocalChoice::ops`] gives one rank's ops in O(ranks + own ops).
+//!
+//! Work per (root, size class) is then a few tree walks, memory O(ranks) while planning and
+//! O(own ops) kept. The price: the choice rests on the analytic estimate alone, which ignores
+//! contention beyond the busiest link's steady state (for unsegmented trees the busiest link's
+//! load bounds the estimate from below); its predictions are compared with the simulator on
+//! sampled cases by the tests and by `examples/bench_plan_scale.rs`. Below
+//! [`FULL_CHOOSER_MAX_RANKS`] the full chooser is cheap enough and stays the runtime's choice.
+//!
+//! Determinism: every step depends only on (topology, root, bytes, overhead), so every rank
+//! chooses the same trees and the ops of all ranks fit together: [`LocalChoice::plan`] is the
+//! full plan they make up, the same ops ([`super::pipeline::plan_from_trees`]), and the
+//! algorithm's name is the registry's, so `treecast plan --algorithm NAME` rebuilds it.
+
+use super::error::PlanningError;
+use super::hier::dfs_binomial;
+use super::pipeline::{
+    dfs_chain, host_two_trees_on, k_chains, local_ops_from_trees, plan_from_trees, Estimator, HostScheme, Tree,
+    MIN_SEGMENT_BYTES,
+};
+use super::registry::Algorithm;
+use super::relay::Hierarchy;
+use super::{trees, Op, Plan, PlanInfo};
+use crate::topology::Topology;
+
+/// Communicators up to this many ranks are planned by the full chooser
+/// ([`super::plan_broadcast`], with the simulator); larger ones by [`choose`].
+pub const FULL_CHOOSER_MAX_RANKS: usize = 512;
+
+/// The chosen trees and segment count for one (root, size): every rank's ops follow from it.
+#[derive(Clone, Debug)]
+pub struct LocalChoice {
+    /// The registry's name of the chosen algorithm (with its segment count).
+    pub algorithm: String,
+    pub root: u32,
+    /// Message size planned (and predicted) for.
+    pub bytes: u64,
+    pub nsegs: u32,
+    /// Tree `j` carries segments `s` with `s % trees.len() == j`.
+    pub trees: Vec<Tree>,
+    /// Analytic prediction of the completion time (seconds; at least the lower bound).
+    pub predicted_s: f64,
+    /// [`super::bound::pipelined_lower_bound`] (seconds).
+    pub lower_bound_s: f64,
+    /// Every candidate with its prediction, in the order considered.
+    pub evaluated: Vec<super::chooser::Evaluated>,
+}
+
+impl LocalChoice {
+    /// Rank `me`'s ops: `self.plan(topo).ops[me]`, without the others'.
+    pub fn ops(&self, topo: &Topology, me: u32) -> Vec<Op> {
+        if self.trees.is_empty() {
+            return Vec::new();
+        }
+        local_ops_from_trees(topo, self.root, &self.trees, self.nsegs, self.bytes, me)
+    }
+
+    /// The full plan every rank's [`LocalChoice::ops`] make up (for the simulator and the CLI).
+    pub fn plan(&self, topo: &Topology) -> Plan {
+        let mut p = if self.trees.is_empty() {
+            Plan::empty(topo.num_ranks() as u32, self.root, &self.algorithm)
+        } else {
+            plan_from_trees(topo, self.root, &self.trees, self.nsegs, self.bytes, &self.algorithm)
+        };
+        p.info = self.info();
+        p
+    }
+
+    /// What the plan's [`PlanInfo`] says.
+    pub fn info(&self) -> PlanInfo {
+        PlanInfo {
+            algorithm: self.algorithm.clone(),
+            predicted_time_s: Some(self.predicted_s),
+            planned_bytes: self.bytes,
+            lower_bound_s: Some(self.lower_bound_s),
+            ..PlanInfo::default()
+        }
+    }
+}
+
+/// The fastest candidate (module docs) for a broadcast of `bytes` from `root`, by the analytic
+/// estimate with per-message overhead `overhead_s`.
+pub fn choose(topo: &Topology, root: u32, bytes: u64, overhead_s: f64) -> Result<LocalChoice, PlanningError> {
+    let n = topo.num_ranks();
+    if n == 0 {
+        return Err(PlanningError::NoRanks);
+    }
+    if root as usize >= n {
+        return Err(PlanningError::RootOutOfRange { root, nranks: n });
+    }
+    let overhead = if overhead_s.is_finite() && overhead_s >= 0.0 {
+        overhead_s
+    } else {
+        super::pipeline::MESSAGE_OVERHEAD_S
+    };
+    let lower_bound_s = super::bound::pipelined_lower_bound(topo, root, bytes);
+    if n == 1 || bytes == 0 {
+        return Ok(LocalChoice {
+            algorithm: "none".into(),
+            root,
+            bytes,
+            nsegs: 1,
+            trees: Vec::new(),
+            predicted_s: 0.0,
+            lower_bound_s,
+            evaluated: Vec::new(),
+        });
+    }
+    let mut cands: Vec<(String, Vec<Tree>, u32, f64)> = Vec::new();
+    let mut consider = |name: String, trees: Vec<Tree>, nsegs: u32, est: &Estimator| {
+        let t = est.at(nsegs, bytes).max(est.link_bound(nsegs, bytes));
+        cands.push((name, trees, nsegs, t));
+    };
+    // Unsegmented trees (what wins for short messages).
+    for (name, tree) in [
+        ("dfs-binomial".to_string(), dfs_binomial(topo, root)),
+        ("binomial".to_string(), trees::binomial(n as u32, root)),
+    ] {
+        let t = [tree];
+        let est = Estimator::new(topo, root, &t, overhead);
+        consider(name, t.into(), 1, &est);
+    }
+    // Pipelined families, each at its best segment count.
+    if bytes >= 2 * MIN_SEGMENT_BYTES {
+        let hierarchy = Hierarchy::new(topo, root);
+        let mut families: Vec<(Algorithm, Vec<Tree>)> =
+            vec![(Algorithm::DfsChain { segs: None }, vec![dfs_chain(topo, root)])];
+        for hosts in [HostScheme::Chain, HostScheme::TwoTree] {
+            families.push((
+                Algorithm::TwoTree { hosts, segs: None },
+                host_two_trees_on(topo, root, &hierarchy, hosts).into(),
+            ));
+        }
+        if n >= 8 {
+            for k in [2u32, 4] {
+                families.push((
+                    Algorithm::KChains { k, segs: None },
+                    vec![k_chains(topo, root, k as usize)],
+                ));
+            }
+        }
+        for (family, trees) in families {
+            let est = Estimator::new(topo, root, &trees, overhead);
+            let counts = super::chooser::segment_counts(topo, root, &trees, bytes, overhead, None);
+            let time = |s: u32| est.at(s, bytes).max(est.link_bound(s, bytes));
+            // The fastest count, the smallest of equals.
+            let s = counts
+                .into_iter()
+                .min_by(|&a, &b| time(a).total_cmp(&time(b)).then(a.cmp(&b)))
+                .expect("at least one segment count");
+            consider(family.with_segments(s).to_string(), trees, s, &est);
+        }
+    }
+    let best = (0..cands.len())
+        .min_by(|&a, &b| cands[a].3.total_cmp(&cands[b].3).then(a.cmp(&b)))
+        .ok_or(PlanningError::NoCandidate {
+            algorithm: "auto".into(),
+        })?;
+    let evaluated = cands
+        .iter()
+        .map(|c| super::chooser::Evaluated {
+            name: c.0.clone(),
+            predicted_s: c.3,
+            by: "analytic",
+        })
+        .collect();
+    let (algorithm, trees, nsegs, estimate) = cands.swap_remove(best);
+    // The estimate is no bound; no schedule beats the lower bound.
+    let predicted_s = estimate.max(lower_bound_s);
+    Ok(LocalChoice {
+        algorithm,
+        root,
+        bytes,
+        nsegs,
+        trees,
+        predicted_s,
+        lower_bound_s,
+        evaluated,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plan::pipeline::MESSAGE_OVERHEAD_S;
+    use crate::topology::gen::{Star, Tree as GenTree, TwoClusters};
+
+    fn topologies() -> Vec<Topology> {
+        let base = GenTree::oversubscribed(4, 4, 4.0).with_ranks(2).build().unwrap();
+        let n = base.num_ranks() as u32;
+        let rr: Vec<u32> = (0..n).map(|r| (r % 16) * 2 + r / 16).collect();
+        vec![
+            crate::sim::placement::relabelled(&base, &rr).unwrap(),
+            base,
+            GenTree::oversubscribed(3, 2, 4.0).with_ranks(3).build().unwrap(),
+            GenTree::fat_tree(2, 2).with_ranks(1).build().unwrap(),
+            TwoClusters::paper_nonuniform(3).build().unwrap(),
+            Star::paper_star(5).build().unwrap(),
+            Star::paper_star(1).build().unwrap(),
+        ]
+    }
+
+    const SIZES: [u64; 6] = [0, 100, 8 << 10, 64 << 10, 1 << 20, 4 << 20];
+
+    /// The point of the module: each rank's own ops, computed alone, are its row of the full
+    /// plan, for every topology, root and size; and that plan is valid.
+    #[test]
+    fn every_ranks_local_ops_are_its_part_of_the_full_plan() {
+        let mut chosen = std::collections::BTreeSet::new();
+        for topo in topologies() {
+            let n = topo.num_ranks() as u32;
+            for root in [0, n - 1, n / 2] {
+                for bytes in SIZES {
+                    let c = choose(&topo, root, bytes, MESSAGE_OVERHEAD_S).unwrap();
+                    let plan = c.plan(&topo);
+                    assert_eq!(plan.nranks, n);
+                    if bytes == 0 || n == 1 {
+                        // Nothing to send (as the full chooser's plan for these).
+                        assert_eq!(plan.num_messages(), 0);
+                    } else {
+                        plan.validate().unwrap();
+                    }
+                    for r in 0..n {
+                        assert_eq!(c.ops(&topo, r), plan.ops[r as usize], "{} rank {r}", c.algorithm);
+                    }
+                    if c.algorithm != "none" {
+                        assert!(c.predicted_s >= c.lower_bound_s, "{}", c.algorithm);
+                    }
+                    chosen.insert(c.algorithm.split(':').next().unwrap().to_string());
+                }
+            }
+        }
+        // Both short-message trees and pipelined families were exercised.
+        assert!(chosen.len() >= 3, "{chosen:?}");
+    }
+
+    /// The name a choice reports is the registry's: planning by that name rebuilds its plan.
+    #[test]
+    fn the_reported_name_rebuilds_the_same_plan() {
+        for topo in topologies() {
+            let n = topo.num_ranks() as u32;
+            for bytes in [100, 1 << 20] {
+                let c = choose(&topo, n - 1, bytes, MESSAGE_OVERHEAD_S).unwrap();
+                if c.algorithm == "none" || c.algorithm == "binomial" {
+                    continue;
+                }
+                let opts = crate::plan::PlanOptions {
+                    algorithm: c.algorithm.parse().unwrap(),
+                    ..Default::default()
+                };
+                let full = crate::plan::plan_broadcast(&topo, n - 1, bytes, &opts).unwrap();
+                assert_eq!(
+                    (full.nsegs, &full.ops),
+                    (c.nsegs, &c.plan(&topo).ops),
+                    "{}",
+                    c.algorithm
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn bad_roots_and_empty_topologies_are_errors() {
+        let t = Star::paper_star(4).build().unwrap();
+        assert_eq!(
+            choose(&t, 4, 10, MESSAGE_OVERHEAD_S).unwrap_err(),
+            PlanningError::RootOutOfRange { root: 4, nranks: 4 }
+        );
+        // A nonsense overhead falls back to the default rather than poisoning the estimates.
+        let c = choose(&t, 1, 1 << 20, f64::NAN).unwrap();
+        assert!(c.predicted_s.is_finite());
+    }
+
+    /// Sampled check of the analytic prediction against the simulator (the chooser's own model).
+    #[test]
+    fn predictions_track_the_simulator() {
+        let o = crate::plan::chooser::planning_sim_options(MESSAGE_OVERHEAD_S);
+        for topo in topologies().into_iter().take(5) {
+            let n = topo.num_ranks() as u32;
+            for bytes in [100, 64 << 10, 4 << 20] {
+                let c = choose(&topo, n / 2, bytes, MESSAGE_OVERHEAD_S).unwrap();
+                let sim = crate::sim::simulate_plan(&topo, &c.plan(&topo), bytes, &o)
+                    .unwrap()
+                    .time_s;
+                let ratio = c.predicted_s / sim;
+                // Measured 0.92 .. 1.12 on these cases.
+                assert!(
+                    (0.8..=1.25).contains(&ratio),
+                    "n={n} bytes={bytes} {}: predicted {} simulated {sim}",
+                    c.algorithm,
+                    c.predicted_s
+                );
+            }
+        }
+    }
+}
