@@ -9,6 +9,7 @@
 //! ranks, memory for its own ops), where the full chooser builds and simulates every rank's
 //! (about half a second per (root, size class) at 4,096 ranks). The full plan of such a
 //! communicator ([`Planner::plan`], for predictions and profiles) is the one those ops make up.
+//! Roots the network cannot tell apart share one choice ([`plan::local::LocalPlanner`]).
 
 use super::config::Config;
 use crate::error::Result;
@@ -30,6 +31,9 @@ pub struct Planner {
     segment_bytes: Option<u64>,
     /// Per-message overhead measured at start-up (seconds), if any.
     message_overhead_s: Option<f64>,
+    /// The local planner of large communicators (made on first use): choices shared by the
+    /// roots of one orbit.
+    local: std::sync::OnceLock<plan::local::LocalPlanner>,
 }
 
 /// Segments for a message of `bytes` cut at `seg` bytes (`TREECAST_SEGMENT`, already at least
@@ -89,6 +93,7 @@ impl Planner {
             algorithm: cfg.algorithm,
             segment_bytes: cfg.segment_bytes,
             message_overhead_s,
+            local: std::sync::OnceLock::new(),
         })
     }
 
@@ -158,7 +163,8 @@ impl Planner {
             return None;
         }
         let bytes = class_representative(class);
-        Some(match plan::local::choose(t, root, bytes, self.message_overhead_s()) {
+        let planner = self.local.get_or_init(|| plan::local::LocalPlanner::new(t));
+        Some(match planner.choose(t, root, bytes, self.message_overhead_s()) {
             Ok(c) if c.nsegs > class_max_segments(class) => {
                 log::warn!(
                     "treecast: local plan {} has more segments than size class {class} allows; using the default",
@@ -343,6 +349,7 @@ mod tests {
             algorithm: None,
             segment_bytes: None,
             message_overhead_s: None,
+            local: Default::default(),
         }
     }
 

@@ -9,7 +9,10 @@
 //!
 //! * **today**: `plan_detailed` (the chooser `auto`, simulator and all; the whole plan, as the
 //!   runtime computed it on every rank), for a first root (0) and a new one (n/2 + 3);
-//! * **local**: `plan::local::choose` + `LocalChoice::ops` for one rank, the same two roots;
+//! * **local**: `plan::local::LocalPlanner` (made once per communicator: `orbits ms`) choosing
+//!   and `LocalChoice::ops` for one rank: `first` for root 0 (the candidates compared), `new`
+//!   for the other root (the same orbit here: the choice is reused, only its trees are built),
+//!   `fresh` for that root without reuse (`plan::local::choose`);
 //!
 //! with the time per rank, the peak heap growth while planning (a counting allocator), the
 //! ops the rank keeps, and each plan's predicted time over the lower bound
@@ -26,7 +29,7 @@ use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use treecast_model::infer::{infer, with_ranks, InferOptions, Strategy};
 use treecast_model::plan::chooser::{planning_sim_options, PREDICT_MESSAGE_LIMIT};
-use treecast_model::plan::local::{choose, LocalChoice};
+use treecast_model::plan::local::{choose, LocalChoice, LocalPlanner};
 use treecast_model::plan::pipeline::MESSAGE_OVERHEAD_S;
 use treecast_model::plan::{plan_detailed, Plan, PlanOptions};
 use treecast_model::probe::{NoiseModel, SimProber};
@@ -104,7 +107,7 @@ fn main() {
         shapes.push((64, 128));
     }
     println!(
-        "{:>6} {:>6} | {:>27} {:>9} {:>9} {:>8} {:>9} {:>6} | {:>22} {:>7} {:>7} {:>7} {:>6} {:>6} {:>8} | {:>7} {:>7}",
+        "{:>6} {:>6} | {:>27} {:>9} {:>9} {:>8} {:>9} {:>6} | {:>22} {:>7} {:>7} {:>7} {:>7} {:>7} {:>6} {:>6} {:>8} | {:>7} {:>7}",
         "ranks",
         "bytes",
         "today: algorithm",
@@ -114,8 +117,10 @@ fn main() {
         "ops held",
         "T/LB",
         "local: algorithm",
+        "orbits",
         "first",
         "new ms",
+        "fresh",
         "peak",
         "ops",
         "T/LB",
@@ -138,15 +143,24 @@ fn main() {
             let (_, t1_cpu, t1_peak) = today(roots[1]);
             // The rank that measures: one that receives (the last).
             let me = n - 1;
-            let local = |root: u32| {
-                measure(reps, || {
-                    let c = choose(&topo, root, bytes, MESSAGE_OVERHEAD_S).unwrap();
-                    let ops = c.ops(&topo, me);
-                    (c, ops)
-                })
-            };
-            let ((l0, ops), l0_cpu, l0_peak) = local(roots[0]);
-            let (_, l1_cpu, l1_peak) = local(roots[1]);
+            let (_, orbits_cpu, _) = measure(reps, || LocalPlanner::new(&topo));
+            // A fresh planner per run for the first root; the second root reuses its choice.
+            let mut planner = None;
+            let ((l0, ops), l0_cpu, l0_peak) = measure(reps, || {
+                let lp = planner.insert(LocalPlanner::new(&topo));
+                let c = lp.choose(&topo, roots[0], bytes, MESSAGE_OVERHEAD_S).unwrap();
+                let ops = c.ops(&topo, me);
+                (c, ops)
+            });
+            let lp = planner.expect("measured");
+            let (_, l1_cpu, l1_peak) = measure(reps, || {
+                let c = lp.choose(&topo, roots[1], bytes, MESSAGE_OVERHEAD_S).unwrap();
+                c.ops(&topo, me)
+            });
+            let (_, fresh_cpu, _) = measure(reps, || {
+                let c = choose(&topo, roots[1], bytes, MESSAGE_OVERHEAD_S).unwrap();
+                c.ops(&topo, me)
+            });
             let lb = l0.lower_bound_s;
             let today_pred = t0.plan.info.predicted_time_s.unwrap_or(f64::NAN);
             let (sim_local, sim_today) = if n <= 4096 {
@@ -156,7 +170,7 @@ fn main() {
             };
             let held = t0.plan.num_messages() * 2;
             println!(
-                "{:>6} {:>6} | {:>27} {:>9.1} {:>9.1} {:>8.1} {:>9} {:>6.3} | {:>22} {:>7.2} {:>7.2} {:>7.3} {:>6} {:>6.3} {:>8} | {:>6.0}x {:>7}",
+                "{:>6} {:>6} | {:>27} {:>9.1} {:>9.1} {:>8.1} {:>9} {:>6.3} | {:>22} {:>7.2} {:>7.2} {:>7.2} {:>7.2} {:>7.3} {:>6} {:>6.3} {:>8} | {:>6.0}x {:>7}",
                 n,
                 bytes,
                 t0.plan.info.algorithm,
@@ -166,8 +180,10 @@ fn main() {
                 held,
                 today_pred / lb,
                 l0.algorithm,
+                orbits_cpu * 1e3,
                 l0_cpu * 1e3,
                 l1_cpu * 1e3,
+                fresh_cpu * 1e3,
                 mib(l0_peak.max(l1_peak)),
                 ops.len(),
                 l0.predicted_s / lb,
@@ -178,7 +194,8 @@ fn main() {
         }
     }
     println!(
-        "\n(first/new ms: CPU per rank to plan a (root, size class), first root 0, new root n/2+3; peak: heap growth\n\
+        "\n(first/new ms: CPU per rank to plan a (root, size class), first root 0, new root n/2+3; local first includes\n\
+         the orbits, new reuses the first root's choice, fresh chooses again; peak: heap growth\n\
          while planning; ops held: today every rank holds the whole plan (2 ops per message), local its own ops;\n\
          T/LB: predicted time over the lower bound; sim/pred: local plan simulated over its prediction;\n\
          speedup: today's new-root time over local's; vs today: local plan's simulated time over today's.)"
@@ -219,7 +236,9 @@ fn startup(shapes: &[(usize, usize)]) {
         let bytes = 4u64 << 20;
         let (_, today, _) = measure(1, || plan_detailed(&topo, 0, bytes, &PlanOptions::default()).unwrap());
         let (_, local, _) = measure(1, || {
-            let c: LocalChoice = choose(&topo, 0, bytes, MESSAGE_OVERHEAD_S).unwrap();
+            let c: LocalChoice = LocalPlanner::new(&topo)
+                .choose(&topo, 0, bytes, MESSAGE_OVERHEAD_S)
+                .unwrap();
             c.ops(&topo, n - 1)
         });
         println!(

@@ -13,6 +13,11 @@
 //!   segment count), never the simulator, and takes the fastest (ties to the earlier);
 //! * and [`LocalChoice::ops`] gives one rank's ops in O(ranks + own ops).
 //!
+//! Across roots, [`LocalPlanner`] reuses the comparison: the network looks the same from every
+//! root of one orbit of the topology's symmetries ([`super::orbits`]), so the choice made for
+//! the orbit's representative serves them all, and a new root of a known orbit costs only its
+//! chosen trees.
+//!
 //! Work per (root, size class) is then a few tree walks, memory O(ranks) while planning and
 //! O(own ops) kept. The price: the choice rests on the analytic estimate alone, which ignores
 //! contention beyond the busiest link's steady state (for unsegmented trees the busiest link's
@@ -27,13 +32,14 @@
 
 use super::error::PlanningError;
 use super::hier::dfs_binomial;
+use super::orbits::RankOrbits;
 use super::pipeline::{
     dfs_chain, host_two_trees_on, k_chains, local_ops_from_trees, plan_from_trees, Estimator, HostScheme, Tree,
     MIN_SEGMENT_BYTES,
 };
 use super::registry::Algorithm;
 use super::relay::Hierarchy;
-use super::{trees, Op, Plan, PlanInfo};
+use super::{Op, Plan, PlanInfo};
 use crate::topology::Topology;
 
 /// Communicators up to this many ranks are planned by the full chooser
@@ -91,9 +97,80 @@ impl LocalChoice {
     }
 }
 
+/// How a candidate's trees are built from the root: everything [`choose`] considers. All are
+/// built from the topology alone (depth-first orders, hosts, relays), never from rank numbers,
+/// so a shape that is best for one root is as good for every root the network cannot tell
+/// apart from it ([`LocalPlanner`]); the rank-order binomial tree of the full chooser is
+/// therefore not a candidate (its shape changes with the root's number on a symmetric tree).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Shape {
+    DfsBinomial,
+    DfsChain,
+    TwoTree(HostScheme),
+    KChains(u32),
+}
+
+impl Shape {
+    /// The candidates for `n` ranks and `bytes`, in the order ties are broken.
+    fn candidates(n: usize, bytes: u64) -> Vec<Shape> {
+        let mut v = vec![Shape::DfsBinomial];
+        if bytes >= 2 * MIN_SEGMENT_BYTES {
+            v.extend([
+                Shape::DfsChain,
+                Shape::TwoTree(HostScheme::Chain),
+                Shape::TwoTree(HostScheme::TwoTree),
+            ]);
+            if n >= 8 {
+                v.extend([Shape::KChains(2), Shape::KChains(4)]);
+            }
+        }
+        v
+    }
+
+    /// Whether it is pipelined (tried at several segment counts) or one unsegmented tree.
+    fn segmented(self) -> bool {
+        self != Shape::DfsBinomial
+    }
+
+    /// The registry's name with `nsegs` segments.
+    fn name(self, nsegs: u32) -> String {
+        let family = match self {
+            Shape::DfsBinomial => return "dfs-binomial".into(),
+            Shape::DfsChain => Algorithm::DfsChain { segs: None },
+            Shape::TwoTree(hosts) => Algorithm::TwoTree { hosts, segs: None },
+            Shape::KChains(k) => Algorithm::KChains { k, segs: None },
+        };
+        family.with_segments(nsegs).to_string()
+    }
+
+    /// Its trees for a broadcast from `root` (`hierarchy` built for `root` on first need).
+    fn trees(self, topo: &Topology, root: u32, hierarchy: &mut Option<Hierarchy>) -> Vec<Tree> {
+        match self {
+            Shape::DfsBinomial => vec![dfs_binomial(topo, root)],
+            Shape::DfsChain => vec![dfs_chain(topo, root)],
+            Shape::TwoTree(hosts) => {
+                let h = hierarchy.get_or_insert_with(|| Hierarchy::new(topo, root));
+                host_two_trees_on(topo, root, h, hosts).into()
+            }
+            Shape::KChains(k) => vec![k_chains(topo, root, k as usize)],
+        }
+    }
+}
+
 /// The fastest candidate (module docs) for a broadcast of `bytes` from `root`, by the analytic
 /// estimate with per-message overhead `overhead_s`.
 pub fn choose(topo: &Topology, root: u32, bytes: u64, overhead_s: f64) -> Result<LocalChoice, PlanningError> {
+    Ok(choose_shape(topo, root, bytes, overhead_s)?.0)
+}
+
+/// Checks the inputs; the choice for trivial broadcasts (one rank, nothing to send), if this
+/// is one, and the overhead to plan with.
+fn trivial(
+    topo: &Topology,
+    root: u32,
+    bytes: u64,
+    overhead_s: f64,
+) -> Result<(Option<LocalChoice>, f64), PlanningError> {
     let n = topo.num_ranks();
     if n == 0 {
         return Err(PlanningError::NoRanks);
@@ -106,63 +183,49 @@ pub fn choose(topo: &Topology, root: u32, bytes: u64, overhead_s: f64) -> Result
     } else {
         super::pipeline::MESSAGE_OVERHEAD_S
     };
-    let lower_bound_s = super::bound::pipelined_lower_bound(topo, root, bytes);
-    if n == 1 || bytes == 0 {
-        return Ok(LocalChoice {
-            algorithm: "none".into(),
-            root,
-            bytes,
-            nsegs: 1,
-            trees: Vec::new(),
-            predicted_s: 0.0,
-            lower_bound_s,
-            evaluated: Vec::new(),
-        });
+    let none = (n == 1 || bytes == 0).then(|| LocalChoice {
+        algorithm: "none".into(),
+        root,
+        bytes,
+        nsegs: 1,
+        trees: Vec::new(),
+        predicted_s: 0.0,
+        lower_bound_s: super::bound::pipelined_lower_bound(topo, root, bytes),
+        evaluated: Vec::new(),
+    });
+    Ok((none, overhead))
+}
+
+/// [`choose`], and the shape chosen (`None` for a trivial broadcast).
+fn choose_shape(
+    topo: &Topology,
+    root: u32,
+    bytes: u64,
+    overhead_s: f64,
+) -> Result<(LocalChoice, Option<Shape>), PlanningError> {
+    let (none, overhead) = trivial(topo, root, bytes, overhead_s)?;
+    if let Some(c) = none {
+        return Ok((c, None));
     }
-    let mut cands: Vec<(String, Vec<Tree>, u32, f64)> = Vec::new();
-    let mut consider = |name: String, trees: Vec<Tree>, nsegs: u32, est: &Estimator| {
-        let t = est.at(nsegs, bytes).max(est.link_bound(nsegs, bytes));
-        cands.push((name, trees, nsegs, t));
-    };
-    // Unsegmented trees (what wins for short messages).
-    for (name, tree) in [
-        ("dfs-binomial".to_string(), dfs_binomial(topo, root)),
-        ("binomial".to_string(), trees::binomial(n as u32, root)),
-    ] {
-        let t = [tree];
-        let est = Estimator::new(topo, root, &t, overhead);
-        consider(name, t.into(), 1, &est);
-    }
-    // Pipelined families, each at its best segment count.
-    if bytes >= 2 * MIN_SEGMENT_BYTES {
-        let hierarchy = Hierarchy::new(topo, root);
-        let mut families: Vec<(Algorithm, Vec<Tree>)> =
-            vec![(Algorithm::DfsChain { segs: None }, vec![dfs_chain(topo, root)])];
-        for hosts in [HostScheme::Chain, HostScheme::TwoTree] {
-            families.push((
-                Algorithm::TwoTree { hosts, segs: None },
-                host_two_trees_on(topo, root, &hierarchy, hosts).into(),
-            ));
-        }
-        if n >= 8 {
-            for k in [2u32, 4] {
-                families.push((
-                    Algorithm::KChains { k, segs: None },
-                    vec![k_chains(topo, root, k as usize)],
-                ));
-            }
-        }
-        for (family, trees) in families {
-            let est = Estimator::new(topo, root, &trees, overhead);
-            let counts = super::chooser::segment_counts(topo, root, &trees, bytes, overhead, None);
-            let time = |s: u32| est.at(s, bytes).max(est.link_bound(s, bytes));
-            // The fastest count, the smallest of equals.
-            let s = counts
-                .into_iter()
-                .min_by(|&a, &b| time(a).total_cmp(&time(b)).then(a.cmp(&b)))
-                .expect("at least one segment count");
-            consider(family.with_segments(s).to_string(), trees, s, &est);
-        }
+    let mut hierarchy = None;
+    // (shape, trees, segments, predicted time), in candidate order.
+    let mut cands: Vec<(Shape, Vec<Tree>, u32, f64)> = Vec::new();
+    for shape in Shape::candidates(topo.num_ranks(), bytes) {
+        let trees = shape.trees(topo, root, &mut hierarchy);
+        let est = Estimator::new(topo, root, &trees, overhead);
+        let time = |s: u32| est.at(s, bytes).max(est.link_bound(s, bytes));
+        let counts = if shape.segmented() {
+            super::chooser::segment_counts(topo, root, &trees, bytes, overhead, None)
+        } else {
+            vec![1]
+        };
+        // The fastest count, the smallest of equals.
+        let s = counts
+            .into_iter()
+            .min_by(|&a, &b| time(a).total_cmp(&time(b)).then(a.cmp(&b)))
+            .expect("at least one segment count");
+        let t = time(s);
+        cands.push((shape, trees, s, t));
     }
     let best = (0..cands.len())
         .min_by(|&a, &b| cands[a].3.total_cmp(&cands[b].3).then(a.cmp(&b)))
@@ -172,24 +235,115 @@ pub fn choose(topo: &Topology, root: u32, bytes: u64, overhead_s: f64) -> Result
     let evaluated = cands
         .iter()
         .map(|c| super::chooser::Evaluated {
-            name: c.0.clone(),
+            name: c.0.name(c.2),
             predicted_s: c.3,
             by: "analytic",
         })
         .collect();
-    let (algorithm, trees, nsegs, estimate) = cands.swap_remove(best);
-    // The estimate is no bound; no schedule beats the lower bound.
-    let predicted_s = estimate.max(lower_bound_s);
-    Ok(LocalChoice {
-        algorithm,
+    let (shape, trees, nsegs, estimate) = cands.swap_remove(best);
+    let lower_bound_s = super::bound::pipelined_lower_bound(topo, root, bytes);
+    let choice = LocalChoice {
+        algorithm: shape.name(nsegs),
         root,
         bytes,
         nsegs,
         trees,
-        predicted_s,
+        // The estimate is no bound; no schedule beats the lower bound.
+        predicted_s: estimate.max(lower_bound_s),
         lower_bound_s,
         evaluated,
-    })
+    };
+    Ok((choice, Some(shape)))
+}
+
+/// [`choose`] for many roots of one communicator, reusing the work across roots: the choice
+/// (shape, segment count, prediction) is made once per (orbit of the root, size, overhead) —
+/// for the orbit's representative, the smallest rank in it ([`RankOrbits`]) — and a root of
+/// the same orbit only builds the chosen shape's trees. On a symmetric tree, the first root
+/// costs the full comparison and every other root one tree walk.
+///
+/// The choice depends only on the inputs, never on which roots were planned before (it is
+/// always the representative's), so ranks whose caches differ (a rank in error mode plans a
+/// class the others do not) still choose alike. Orbits only steer which choice is reused: a
+/// shape chosen for another root of the orbit is valid for any root.
+#[derive(Debug)]
+pub struct LocalPlanner {
+    orbits: RankOrbits,
+    /// (representative, bytes, overhead bits) -> (shape, segments, predicted, evaluated).
+    chosen: std::sync::Mutex<std::collections::HashMap<(u32, u64, u64), Chosen>>,
+}
+
+/// A cached choice: `None` shape for a trivial broadcast.
+type Chosen = (Option<Shape>, u32, f64, Vec<super::chooser::Evaluated>);
+
+impl LocalPlanner {
+    /// For the communicator whose rank-level tree is `topo` (O(vertices)).
+    pub fn new(topo: &Topology) -> LocalPlanner {
+        LocalPlanner {
+            orbits: RankOrbits::new(topo),
+            chosen: Default::default(),
+        }
+    }
+
+    /// The orbits the choices are shared by.
+    pub fn orbits(&self) -> &RankOrbits {
+        &self.orbits
+    }
+
+    /// The choice for a broadcast of `bytes` from `root` on `topo` (the topology this planner
+    /// was made for): the representative's shape and segment count, `root`'s trees.
+    pub fn choose(
+        &self,
+        topo: &Topology,
+        root: u32,
+        bytes: u64,
+        overhead_s: f64,
+    ) -> Result<LocalChoice, PlanningError> {
+        let (none, overhead) = trivial(topo, root, bytes, overhead_s)?;
+        if let Some(c) = none {
+            return Ok(c);
+        }
+        let rep = self.orbits.representative(root);
+        let key = (rep, bytes, overhead.to_bits());
+        let cached = self.lock().get(&key).cloned();
+        let (shape, nsegs, predicted, evaluated) = match cached {
+            Some(c) => c,
+            None => {
+                let (c, shape) = choose_shape(topo, rep, bytes, overhead)?;
+                self.lock()
+                    .insert(key, (shape, c.nsegs, c.predicted_s, c.evaluated.clone()));
+                if rep == root {
+                    return Ok(c);
+                }
+                (shape, c.nsegs, c.predicted_s, c.evaluated)
+            }
+        };
+        // Only trivial broadcasts (returned above) have no shape.
+        let shape = shape.ok_or(PlanningError::NoCandidate {
+            algorithm: "auto".into(),
+        })?;
+        let lower_bound_s = super::bound::pipelined_lower_bound(topo, root, bytes);
+        Ok(LocalChoice {
+            algorithm: shape.name(nsegs),
+            root,
+            bytes,
+            nsegs,
+            trees: shape.trees(topo, root, &mut None),
+            predicted_s: predicted.max(lower_bound_s),
+            lower_bound_s,
+            evaluated,
+        })
+    }
+
+    /// Number of choices made (not reused) so far.
+    pub fn choices_made(&self) -> usize {
+        self.lock().len()
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, std::collections::HashMap<(u32, u64, u64), Chosen>> {
+        // A panic while holding the lock leaves a consistent map (inserts are whole).
+        self.chosen.lock().unwrap_or_else(|e| e.into_inner())
+    }
 }
 
 #[cfg(test)]
@@ -254,7 +408,7 @@ mod tests {
             let n = topo.num_ranks() as u32;
             for bytes in [100, 1 << 20] {
                 let c = choose(&topo, n - 1, bytes, MESSAGE_OVERHEAD_S).unwrap();
-                if c.algorithm == "none" || c.algorithm == "binomial" {
+                if c.algorithm == "none" {
                     continue;
                 }
                 let opts = crate::plan::PlanOptions {
@@ -282,6 +436,56 @@ mod tests {
         // A nonsense overhead falls back to the default rather than poisoning the estimates.
         let c = choose(&t, 1, 1 << 20, f64::NAN).unwrap();
         assert!(c.predicted_s.is_finite());
+    }
+
+    /// A symmetric tree is one orbit: the first root's choice serves every other root, and it
+    /// is what choosing afresh for that root gives; each root's plan is valid and each rank's
+    /// ops are its row.
+    #[test]
+    fn a_choice_serves_the_roots_of_its_orbit() {
+        for topo in topologies().into_iter().take(2) {
+            let n = topo.num_ranks() as u32;
+            let lp = LocalPlanner::new(&topo);
+            assert_eq!(lp.orbits().count(), 1);
+            for bytes in [100, 64 << 10, 4 << 20] {
+                for root in [0, 5, 17, n - 1] {
+                    let c = lp.choose(&topo, root, bytes, MESSAGE_OVERHEAD_S).unwrap();
+                    let fresh = choose(&topo, root, bytes, MESSAGE_OVERHEAD_S).unwrap();
+                    assert_eq!((&c.algorithm, c.nsegs), (&fresh.algorithm, fresh.nsegs));
+                    assert!((c.predicted_s - fresh.predicted_s).abs() <= 1e-9 * fresh.predicted_s);
+                    let plan = c.plan(&topo);
+                    plan.validate().unwrap();
+                    for r in 0..n {
+                        assert_eq!(c.ops(&topo, r), plan.ops[r as usize]);
+                    }
+                }
+            }
+            // One choice per size, whatever the roots.
+            assert_eq!(lp.choices_made(), 3);
+        }
+    }
+
+    /// Ranks that planned different roots before (their caches differ) still make the same
+    /// plans: a choice is always the orbit representative's.
+    #[test]
+    fn choices_do_not_depend_on_what_was_planned_before() {
+        let topo = TwoClusters::paper_nonuniform(3).build().unwrap();
+        let n = topo.num_ranks() as u32;
+        let (a, b) = (LocalPlanner::new(&topo), LocalPlanner::new(&topo));
+        assert!(a.orbits().count() >= 2);
+        let roots: Vec<u32> = (0..n).collect();
+        let bytes = 1 << 20;
+        let first: Vec<LocalChoice> = roots
+            .iter()
+            .map(|&r| a.choose(&topo, r, bytes, MESSAGE_OVERHEAD_S).unwrap())
+            .collect();
+        for &r in roots.iter().rev() {
+            let c = b.choose(&topo, r, bytes, MESSAGE_OVERHEAD_S).unwrap();
+            let f = &first[r as usize];
+            assert_eq!((&c.algorithm, c.nsegs, &c.trees), (&f.algorithm, f.nsegs, &f.trees));
+        }
+        assert_eq!(a.choices_made(), b.choices_made());
+        assert!(a.choices_made() < n as usize);
     }
 
     /// Sampled check of the analytic prediction against the simulator (the chooser's own model).

@@ -18,6 +18,7 @@
 //! | [`registry`] | every algorithm by name: parameters, family, help; `Algorithm` |
 //! | [`chooser`] | `plan_broadcast`: candidates, prediction, choice |
 //! | [`local`] | planning at scale: analytic choice among trees, one rank's own ops |
+//! | [`orbits`] | ranks the network cannot tell apart (choices shared across roots) |
 //! | [`render`] | Gantt chart of a plan |
 //! | [`baselines`] | the MPI libraries' broadcast algorithms as plans (the baselines to beat) |
 //!
@@ -34,6 +35,7 @@ pub mod greedy;
 pub mod hier;
 pub mod local;
 pub mod optimal;
+pub mod orbits;
 pub mod pipeline;
 pub mod registry;
 pub mod relay;
