@@ -43,7 +43,9 @@
 //! limit, and is then bounded analytically. Measured on this project's 2-core machine
 //! (`examples/bench_plan.rs`; shared, so they vary by tens of percent): 0.02 s at 256 ranks for
 //! 64 KiB and 0.15 s for 4 MiB; 0.2-0.6 s at 4,096 ranks, 0.6-0.9 s where scatter + recursive
-//! doubling must be simulated (ranks round-robin over hosts, 64 KiB: it wins there).
+//! doubling must be simulated (ranks round-robin over hosts, 64 KiB: it wins there). The
+//! runtime plans communicators above [`super::local::FULL_CHOOSER_MAX_RANKS`] ranks with
+//! [`super::local`] instead: analytic ranking only, each rank building its own ops.
 
 use super::baselines::Baseline;
 use super::cost::{timeline_to_plan, CostModel};
