@@ -5,7 +5,7 @@
 //!
 //! Two-level trees with 4:1 oversubscribed uplinks (`topology::gen::Tree::oversubscribed`, 2
 //! ranks per host): 256 ranks (8 leaf switches x 16 hosts), 1,024 (16 x 32), 4,096 (64 x 32, the
-//! issue's) and 16,384 (128 x 64); 64 KiB and 4 MiB. Per case:
+//! issue's) and 16,384 (128 x 64); 1 KiB, 64 KiB and 4 MiB. Per case:
 //!
 //! * **today**: `plan_detailed` (the chooser `auto`, simulator and all; the whole plan, as the
 //!   runtime computed it on every rank), for a first root (0) and a new one (n/2 + 3);
@@ -136,7 +136,7 @@ fn main() {
         let n = topo.num_ranks() as u32;
         let roots = [0u32, n / 2 + 3];
         let reps = if n >= 16384 { 1 } else { 3 };
-        for bytes in [64u64 << 10, 4 << 20] {
+        for bytes in [1u64 << 10, 64 << 10, 4 << 20] {
             let opts = PlanOptions::default();
             let today = |root: u32| measure(reps, || plan_detailed(&topo, root, bytes, &opts).unwrap());
             let (t0, t0_cpu, t0_peak) = today(roots[0]);

@@ -8,7 +8,9 @@
 //! needs: its ops follow from its parent and children in each tree and the path down from the
 //! root ([`local_ops_from_trees`]). So [`choose`]
 //!
-//! * builds the candidates' trees — O(ranks) each, no ops;
+//! * builds the candidates' trees (for short messages the binomial tree in depth-first order
+//!   and the hierarchical relay tree; for longer ones the pipelined families) — O(ranks)
+//!   each, no ops;
 //! * predicts each from the analytic [`Estimator`] (walks each tree once, then O(ranks) per
 //!   segment count), never the simulator, and takes the fastest (ties to the earlier);
 //! * and [`LocalChoice::ops`] gives one rank's ops in O(ranks + own ops).
@@ -105,6 +107,10 @@ impl LocalChoice {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Shape {
     DfsBinomial,
+    /// The hierarchical relay tree ([`super::hier`]): only for messages too short to segment,
+    /// where it is the best unsegmented tree on oversubscribed trees, and its per-host greedy
+    /// (O(ranks), but the costliest shape) is worth it.
+    Hier,
     DfsChain,
     TwoTree(HostScheme),
     KChains(u32),
@@ -114,7 +120,9 @@ impl Shape {
     /// The candidates for `n` ranks and `bytes`, in the order ties are broken.
     fn candidates(n: usize, bytes: u64) -> Vec<Shape> {
         let mut v = vec![Shape::DfsBinomial];
-        if bytes >= 2 * MIN_SEGMENT_BYTES {
+        if bytes < 2 * MIN_SEGMENT_BYTES {
+            v.push(Shape::Hier);
+        } else {
             v.extend([
                 Shape::DfsChain,
                 Shape::TwoTree(HostScheme::Chain),
@@ -129,13 +137,14 @@ impl Shape {
 
     /// Whether it is pipelined (tried at several segment counts) or one unsegmented tree.
     fn segmented(self) -> bool {
-        self != Shape::DfsBinomial
+        !matches!(self, Shape::DfsBinomial | Shape::Hier)
     }
 
     /// The registry's name with `nsegs` segments.
     fn name(self, nsegs: u32) -> String {
         let family = match self {
             Shape::DfsBinomial => return "dfs-binomial".into(),
+            Shape::Hier => return "hier".into(),
             Shape::DfsChain => Algorithm::DfsChain { segs: None },
             Shape::TwoTree(hosts) => Algorithm::TwoTree { hosts, segs: None },
             Shape::KChains(k) => Algorithm::KChains { k, segs: None },
@@ -143,10 +152,15 @@ impl Shape {
         family.with_segments(nsegs).to_string()
     }
 
-    /// Its trees for a broadcast from `root` (`hierarchy` built for `root` on first need).
-    fn trees(self, topo: &Topology, root: u32, hierarchy: &mut Option<Hierarchy>) -> Vec<Tree> {
+    /// Its trees for a broadcast of `bytes` from `root` (`hierarchy` built for `root` on first
+    /// need).
+    fn trees(self, topo: &Topology, root: u32, bytes: u64, hierarchy: &mut Option<Hierarchy>) -> Vec<Tree> {
         match self {
             Shape::DfsBinomial => vec![dfs_binomial(topo, root)],
+            Shape::Hier => {
+                let h = hierarchy.get_or_insert_with(|| Hierarchy::new(topo, root));
+                vec![super::hier::hier_tree_on(&super::cost::CostModel::new(topo, bytes), h)]
+            }
             Shape::DfsChain => vec![dfs_chain(topo, root)],
             Shape::TwoTree(hosts) => {
                 let h = hierarchy.get_or_insert_with(|| Hierarchy::new(topo, root));
@@ -211,7 +225,7 @@ fn choose_shape(
     // (shape, trees, segments, predicted time), in candidate order.
     let mut cands: Vec<(Shape, Vec<Tree>, u32, f64)> = Vec::new();
     for shape in Shape::candidates(topo.num_ranks(), bytes) {
-        let trees = shape.trees(topo, root, &mut hierarchy);
+        let trees = shape.trees(topo, root, bytes, &mut hierarchy);
         let est = Estimator::new(topo, root, &trees, overhead);
         let time = |s: u32| est.at(s, bytes).max(est.link_bound(s, bytes));
         let counts = if shape.segmented() {
@@ -328,7 +342,7 @@ impl LocalPlanner {
             root,
             bytes,
             nsegs,
-            trees: shape.trees(topo, root, &mut None),
+            trees: shape.trees(topo, root, bytes, &mut None),
             predicted_s: predicted.max(lower_bound_s),
             lower_bound_s,
             evaluated,
