@@ -3,6 +3,13 @@
 //! Planning must give the identical plan on every rank without communication (a rank whose
 //! message size is wrong must still be able to compute the root's plan to take part in error
 //! mode), so every input here is identical across ranks and every planner is deterministic.
+//!
+//! Communicators of more than [`plan::local::FULL_CHOOSER_MAX_RANKS`] ranks choose `auto` plans
+//! with [`plan::local`]: every rank computes only its own ops (milliseconds at thousands of
+//! ranks, memory for its own ops), where the full chooser builds and simulates every rank's
+//! (about half a second per (root, size class) at 4,096 ranks). The full plan of such a
+//! communicator ([`Planner::plan`], for predictions and profiles) is the one those ops make up.
+//! Roots the network cannot tell apart share one choice ([`plan::local::LocalPlanner`]).
 
 use super::config::Config;
 use crate::error::Result;
@@ -24,6 +31,9 @@ pub struct Planner {
     segment_bytes: Option<u64>,
     /// Per-message overhead measured at start-up (seconds), if any.
     message_overhead_s: Option<f64>,
+    /// The local planner of large communicators (made on first use): choices shared by the
+    /// roots of one orbit.
+    local: std::sync::OnceLock<plan::local::LocalPlanner>,
 }
 
 /// Segments for a message of `bytes` cut at `seg` bytes (`TREECAST_SEGMENT`, already at least
@@ -83,6 +93,7 @@ impl Planner {
             algorithm: cfg.algorithm,
             segment_bytes: cfg.segment_bytes,
             message_overhead_s,
+            local: std::sync::OnceLock::new(),
         })
     }
 
@@ -118,6 +129,9 @@ impl Planner {
     /// every rank computes the same one; `None` (with a warning) if it fails or does not fit the
     /// size class, in which case the caller falls back to the topology-agnostic plan.
     fn aware_plan(&self, t: &crate::topology::Topology, root: u32, class: u8, algo: plan::Algorithm) -> Option<Plan> {
+        if let Some(c) = self.local_choice(t, root, class, algo) {
+            return c.map(|c| c.plan(t));
+        }
         let bytes = class_representative(class);
         let opts = plan::PlanOptions {
             algorithm: algo,
@@ -128,6 +142,49 @@ impl Planner {
         let planned = plan::plan_broadcast(t, root, bytes, &opts)
             .map_err(|e| format!("treecast: topology-aware planning failed ({e})"));
         fitting(planned, class)
+    }
+
+    /// The local planner's choice (module docs) when it plans this communicator: `auto` (no
+    /// algorithm or segment size forced) on more than `FULL_CHOOSER_MAX_RANKS` ranks; `None`
+    /// when the full chooser does. Inside, `None` (with a warning) when it fails or its plan
+    /// could not run (more segments than the class allows, trees that do not span), and the
+    /// caller falls back to the topology-agnostic plan as for the full chooser.
+    fn local_choice(
+        &self,
+        t: &crate::topology::Topology,
+        root: u32,
+        class: u8,
+        algo: plan::Algorithm,
+    ) -> Option<Option<plan::local::LocalChoice>> {
+        let local = algo == plan::Algorithm::Auto
+            && self.segment_bytes.is_none()
+            && t.num_ranks() > plan::local::FULL_CHOOSER_MAX_RANKS;
+        if !local {
+            return None;
+        }
+        let bytes = class_representative(class);
+        let planner = self.local.get_or_init(|| plan::local::LocalPlanner::new(t));
+        Some(match planner.choose(t, root, bytes, self.message_overhead_s()) {
+            Ok(c) if c.nsegs > class_max_segments(class) => {
+                log::warn!(
+                    "treecast: local plan {} has more segments than size class {class} allows; using the default",
+                    c.algorithm
+                );
+                None
+            }
+            Ok(c) if !c.trees.iter().all(|tr| trees::spans(tr, root)) => {
+                log::error!(
+                    "treecast: local plan {} does not reach every rank; using the default",
+                    c.algorithm
+                );
+                None
+            }
+            Ok(c) => Some(c),
+            Err(e) => {
+                log::warn!("treecast: topology-aware planning failed ({e}); using the default");
+                None
+            }
+        })
     }
 
     /// Whether the topology describes a network of two hosts or more.
@@ -214,8 +271,23 @@ impl Planner {
         plan::library_plan(self.nranks, root, class_representative(class))
     }
 
-    /// This rank's part of the plan for (root, size class).
+    /// This rank's part of the plan for (root, size class): from the local planner when it
+    /// plans this communicator (only this rank's ops are built), else from the full plan.
     pub fn local_plan(&self, me: u32, root: u32, class: u8) -> LocalPlan {
+        if let (None, Some(t), true) = (self.algorithm, self.network_topology(), self.nranks > 1 && class > 0) {
+            if let Some(Some(c)) = self.local_choice(t, root, class, plan::Algorithm::Auto) {
+                let info = c.info();
+                return LocalPlan {
+                    root,
+                    nsegs: c.nsegs,
+                    ops: c.ops(t, me),
+                    algorithm: info.algorithm,
+                    predicted_time_s: info.predicted_time_s,
+                    planned_bytes: info.planned_bytes,
+                    library_time_s: info.library_time_s,
+                };
+            }
+        }
         LocalPlan::from_plan(&self.plan(root, class), me)
     }
 
@@ -266,7 +338,46 @@ impl Planner {
 
 #[cfg(test)]
 mod tests {
-    use super::forced_segments;
+    use super::{forced_segments, Planner};
+    use crate::exec::LocalPlan;
+
+    fn planner(topo: crate::topology::Topology) -> Planner {
+        Planner {
+            nranks: topo.num_ranks() as u32,
+            topology: Some(std::sync::Arc::new(topo)),
+            source: super::super::discovery::Source::File("test".into()),
+            algorithm: None,
+            segment_bytes: None,
+            message_overhead_s: None,
+            local: Default::default(),
+        }
+    }
+
+    /// Above the full chooser's size every rank builds only its own ops: they are its row of the
+    /// communicator's full plan (which is valid), for short and long messages and any root.
+    #[test]
+    fn large_communicators_plan_each_ranks_part_alone() {
+        let topo = crate::topology::gen::Tree::oversubscribed(16, 16, 4.0)
+            .with_ranks(4)
+            .build()
+            .unwrap();
+        let n = topo.num_ranks() as u32;
+        assert!(n as usize > crate::plan::local::FULL_CHOOSER_MAX_RANKS);
+        let p = planner(topo);
+        for root in [0, 517] {
+            for bytes in [1000u64, 64 << 10, 4 << 20] {
+                let class = crate::plan::size_class(bytes);
+                let full = p.plan(root, class);
+                full.validate().unwrap();
+                assert!(!full.info.algorithm.starts_with("mpi:"), "{}", full.info.algorithm);
+                for me in [0, 1, root, 511, n - 1] {
+                    assert_eq!(p.local_plan(me, root, class), LocalPlan::from_plan(&full, me));
+                }
+            }
+        }
+        // The empty class keeps its binomial tree.
+        assert_eq!(p.local_plan(3, 0, 0), LocalPlan::from_plan(&p.plan(0, 0), 3));
+    }
 
     #[test]
     fn a_forced_segment_never_makes_more_than_the_planners_limit() {

@@ -43,7 +43,9 @@
 //! limit, and is then bounded analytically. Measured on this project's 2-core machine
 //! (`examples/bench_plan.rs`; shared, so they vary by tens of percent): 0.02 s at 256 ranks for
 //! 64 KiB and 0.15 s for 4 MiB; 0.2-0.6 s at 4,096 ranks, 0.6-0.9 s where scatter + recursive
-//! doubling must be simulated (ranks round-robin over hosts, 64 KiB: it wins there).
+//! doubling must be simulated (ranks round-robin over hosts, 64 KiB: it wins there). The
+//! runtime plans communicators above [`super::local::FULL_CHOOSER_MAX_RANKS`] ranks with
+//! [`super::local`] instead: analytic ranking only, each rank building its own ops.
 
 use super::baselines::Baseline;
 use super::cost::{timeline_to_plan, CostModel};
@@ -52,7 +54,7 @@ use super::greedy::{greedy_timeline, GreedyOptions};
 use super::hier::{dfs_binomial, hier_tree_on};
 use super::optimal::{solve, OptimalOptions};
 use super::pipeline::{
-    access_bandwidth, depth, dfs_chain, estimate, host_two_trees_on, k_chains, plan_from_trees, segment_count,
+    access_bandwidth, depth, dfs_chain, host_two_trees_on, k_chains, plan_from_trees, segment_count, Estimator,
     HostScheme, Tree, MIN_SEGMENT_BYTES,
 };
 use super::registry::Algorithm;
@@ -330,35 +332,12 @@ pub fn plan_detailed(topo: &Topology, root: u32, bytes: u64, opts: &PlanOptions)
     };
     let forced_segments = algo.segments().or(opts.segments);
     for (family, trees_) in families {
-        let k = trees_.len() as u32;
-        let d = trees_.iter().map(|t| depth(t, root)).max().unwrap_or(1);
-        let trees_ = &trees_;
-        let bw = access_bandwidth(topo, root).min(1e15);
-        let base = segment_count(bytes, d, bw, k, overhead);
-        let counts: Vec<u32> = match forced_segments {
-            Some(s) => vec![s.max(k)],
-            None => {
-                let mut c: Vec<u32> = [base / 2, base, base * 2, base * 4]
-                    .into_iter()
-                    .map(|s| segment_count_clamped(bytes, s, k))
-                    .collect();
-                c.sort_unstable();
-                c.dedup();
-                c
-            }
-        };
-        // Keep the variant with the best analytic estimate.
-        let mut best: Option<(f64, u32)> = None;
-        for &s in &counts {
-            let e = estimate(topo, root, trees_, s, bytes, overhead);
-            if best.is_none_or(|(b, _)| e < b) {
-                best = Some((e, s));
-            }
-        }
-        let (e, s) = best.expect("at least one segment count");
+        let est = Estimator::new(topo, root, &trees_, overhead);
+        let counts = segment_counts(topo, root, &trees_, bytes, overhead, forced_segments);
+        let (e, s) = best_segment_count(&est, &counts, bytes);
         cands.push(Candidate {
             name: family.with_segments(s).to_string(),
-            body: Body::Trees(trees_.clone(), s),
+            body: Body::Trees(trees_, s),
             estimate: Some(e),
             model_time: None,
         });
@@ -590,6 +569,48 @@ fn rank_baselines(
         seen.push((plan, t, by));
     }
     winner.filter(|w| argmin(evaluated) == Some(w.0))
+}
+
+/// The count of `counts` with the best analytic estimate (the first of equals), and that
+/// estimate.
+fn best_segment_count(est: &Estimator, counts: &[u32], bytes: u64) -> (f64, u32) {
+    let mut best: Option<(f64, u32)> = None;
+    for &s in counts {
+        let e = est.at(s, bytes);
+        if best.is_none_or(|(b, _)| e < b) {
+            best = Some((e, s));
+        }
+    }
+    best.expect("at least one segment count")
+}
+
+/// The segment counts a pipelined family is tried at: `forced` if given, else a few counts
+/// around [`segment_count`]'s choice for the trees' depth and the root's access bandwidth,
+/// ascending.
+pub fn segment_counts(
+    topo: &Topology,
+    root: u32,
+    trees: &[Tree],
+    bytes: u64,
+    overhead: f64,
+    forced: Option<u32>,
+) -> Vec<u32> {
+    let k = trees.len() as u32;
+    let d = trees.iter().map(|t| depth(t, root)).max().unwrap_or(1);
+    let bw = access_bandwidth(topo, root).min(1e15);
+    let base = segment_count(bytes, d, bw, k, overhead);
+    match forced {
+        Some(s) => vec![s.max(k)],
+        None => {
+            let mut c: Vec<u32> = [base / 2, base, base * 2, base * 4]
+                .into_iter()
+                .map(|s| segment_count_clamped(bytes, s, k))
+                .collect();
+            c.sort_unstable();
+            c.dedup();
+            c
+        }
+    }
 }
 
 fn segment_count_clamped(bytes: u64, s: u32, k: u32) -> u32 {

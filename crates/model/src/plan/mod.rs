@@ -17,6 +17,8 @@
 //! | [`replay`] | predicted time of any plan under the cost model |
 //! | [`registry`] | every algorithm by name: parameters, family, help; `Algorithm` |
 //! | [`chooser`] | `plan_broadcast`: candidates, prediction, choice |
+//! | [`local`] | planning at scale: analytic choice among trees, one rank's own ops |
+//! | [`orbits`] | ranks the network cannot tell apart (choices shared across roots) |
 //! | [`render`] | Gantt chart of a plan |
 //! | [`baselines`] | the MPI libraries' broadcast algorithms as plans (the baselines to beat) |
 //!
@@ -31,7 +33,9 @@ pub mod cost;
 mod error;
 pub mod greedy;
 pub mod hier;
+pub mod local;
 pub mod optimal;
+pub mod orbits;
 pub mod pipeline;
 pub mod registry;
 pub mod relay;

@@ -59,27 +59,91 @@ pub const MESSAGE_OVERHEAD_S: f64 = 1e-6;
 /// plain segment order.
 pub fn plan_from_trees(topo: &Topology, root: u32, trees: &[Tree], nsegs: u32, bytes: u64, algorithm: &str) -> Plan {
     let n = trees[0].len();
-    let k = trees.len() as u32;
-    let nsegs = nsegs.max(k);
-    let seg = (bytes as f64 / nsegs as f64).max(1.0);
+    let nsegs = nsegs.max(trees.len() as u32);
+    let seg = segment_estimate(bytes, nsegs);
     let mut parent = vec![vec![u32::MAX; n]; trees.len()];
     let mut dist = vec![vec![0.0f64; n]; trees.len()];
     for (j, t) in trees.iter().enumerate() {
         let mut stack = vec![root];
-        let mut hops = vec![0u32; n];
         while let Some(p) = stack.pop() {
             for &c in &t[p as usize] {
                 parent[j][c as usize] = p;
-                let (pv, cv) = (topo.rank_vertex(p), topo.rank_vertex(c));
-                let bw = topo.path_bandwidth(pv, cv);
-                let hop = topo.path_latency(pv, cv) + if bw.is_finite() { seg / bw } else { 0.0 };
-                hops[c as usize] = hops[p as usize] + 1;
-                // A tiny per-hop term keeps estimates strictly increasing down a tree.
-                dist[j][c as usize] = dist[j][p as usize] + hop + 1e-12;
+                dist[j][c as usize] = hop_after(topo, dist[j][p as usize], p, c, seg);
                 stack.push(c);
             }
         }
     }
+    let mut ops = vec![Vec::new(); n];
+    let mut keyed = Vec::new();
+    for (r, out) in ops.iter_mut().enumerate() {
+        let at: Vec<(u32, f64)> = (0..trees.len()).map(|j| (parent[j][r], dist[j][r])).collect();
+        *out = rank_ops(topo, root, trees, nsegs, bytes, r as u32, &at, &mut keyed);
+    }
+    let mut p = Plan::empty(n as u32, root, algorithm);
+    p.nsegs = nsegs;
+    p.ops = ops;
+    p
+}
+
+/// Bytes per segment as [`plan_from_trees`] orders ops by.
+fn segment_estimate(bytes: u64, nsegs: u32) -> f64 {
+    (bytes as f64 / nsegs as f64).max(1.0)
+}
+
+/// A segment's estimated arrival at child `c` given its arrival `at_parent` at `p`: latency +
+/// segment time of the path, plus a tiny term that keeps estimates strictly increasing down a
+/// tree.
+fn hop_after(topo: &Topology, at_parent: f64, p: u32, c: u32, seg: f64) -> f64 {
+    let (pv, cv) = (topo.rank_vertex(p), topo.rank_vertex(c));
+    let bw = topo.path_bandwidth(pv, cv);
+    let hop = topo.path_latency(pv, cv) + if bw.is_finite() { seg / bw } else { 0.0 };
+    at_parent + hop + 1e-12
+}
+
+/// Rank `me`'s ops in the multi-tree plan of [`plan_from_trees`] — the same list, computed from
+/// the trees alone: its parent in every tree and the estimated arrival there come from the path
+/// down from the root, not from the whole plan. O(ranks) to find the parents, then O(depth +
+/// own ops). What a rank of a large communicator runs without building everybody's ops.
+pub fn local_ops_from_trees(topo: &Topology, root: u32, trees: &[Tree], nsegs: u32, bytes: u64, me: u32) -> Vec<Op> {
+    let nsegs = nsegs.max(trees.len() as u32);
+    let seg = segment_estimate(bytes, nsegs);
+    let at: Vec<(u32, f64)> = trees
+        .iter()
+        .map(|t| {
+            let parent = super::trees::parents(t);
+            let mut path = vec![me];
+            while let Some(&p) = parent.get(*path.last().expect("not empty") as usize) {
+                if p == u32::MAX || path.len() > t.len() {
+                    break;
+                }
+                path.push(p);
+            }
+            // Accumulated root-first, in the order plan_from_trees adds them up.
+            let dist = path
+                .windows(2)
+                .rev()
+                .fold(0.0, |d, w| hop_after(topo, d, w[1], w[0], seg));
+            (parent[me as usize], dist)
+        })
+        .collect();
+    rank_ops(topo, root, trees, nsegs, bytes, me, &at, &mut Vec::new())
+}
+
+/// Ops of rank `me` (module docs: by each segment's estimated arrival) from its parent and the
+/// estimated first arrival in every tree (`at[j]`).
+#[allow(clippy::too_many_arguments)]
+fn rank_ops(
+    topo: &Topology,
+    root: u32,
+    trees: &[Tree],
+    nsegs: u32,
+    bytes: u64,
+    me: u32,
+    at: &[(u32, f64)],
+    keyed: &mut Vec<(f64, u32, u32, Op)>,
+) -> Vec<Op> {
+    let k = trees.len() as u32;
+    let seg = segment_estimate(bytes, nsegs);
     let root_bw = access_bandwidth(topo, root);
     let emit = |s: u32| {
         if root_bw.is_finite() {
@@ -88,43 +152,36 @@ pub fn plan_from_trees(topo: &Topology, root: u32, trees: &[Tree], nsegs: u32, b
             s as f64 * 1e-12
         }
     };
-    let mut ops = vec![Vec::new(); n];
-    let mut keyed: Vec<(f64, u32, u32, Op)> = Vec::new();
-    for (r, out) in ops.iter_mut().enumerate() {
-        keyed.clear();
-        for s in 0..nsegs {
-            let j = (s % k) as usize;
-            let t = emit(s) + dist[j][r];
-            if r as u32 != root {
-                keyed.push((
-                    t,
-                    s,
-                    0,
-                    Op::Recv {
-                        peer: parent[j][r],
-                        segs: SegRange::one(s),
-                    },
-                ));
-            }
-            for (i, &c) in trees[j][r].iter().enumerate() {
-                keyed.push((
-                    t,
-                    s,
-                    1 + i as u32,
-                    Op::Send {
-                        peer: c,
-                        segs: SegRange::one(s),
-                    },
-                ));
-            }
+    keyed.clear();
+    for s in 0..nsegs {
+        let j = (s % k) as usize;
+        let (parent, dist) = at[j];
+        let t = emit(s) + dist;
+        if me != root {
+            keyed.push((
+                t,
+                s,
+                0,
+                Op::Recv {
+                    peer: parent,
+                    segs: SegRange::one(s),
+                },
+            ));
         }
-        keyed.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)).then(a.2.cmp(&b.2)));
-        out.extend(keyed.iter().map(|x| x.3));
+        for (i, &c) in trees[j][me as usize].iter().enumerate() {
+            keyed.push((
+                t,
+                s,
+                1 + i as u32,
+                Op::Send {
+                    peer: c,
+                    segs: SegRange::one(s),
+                },
+            ));
+        }
     }
-    let mut p = Plan::empty(n as u32, root, algorithm);
-    p.nsegs = nsegs;
-    p.ops = ops;
-    p
+    keyed.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)).then(a.2.cmp(&b.2)));
+    keyed.iter().map(|x| x.3).collect()
 }
 
 /// The chain of [Shirai2007] §6.2: the ranks in depth-first order from the root.
@@ -293,40 +350,78 @@ fn dfs_positions(topo: &Topology, root: u32) -> Vec<usize> {
 /// simulator. The overhead term is what makes the estimate prefer fewer, larger segments
 /// where the flow models (which charge none) would not.
 pub fn estimate(topo: &Topology, root: u32, trees: &[Tree], nsegs: u32, bytes: u64, overhead: f64) -> f64 {
-    let k = trees.len().max(1) as u32;
-    let nsegs = nsegs.max(k);
-    let seg = bytes as f64 / nsegs as f64;
-    let model = super::cost::CostModel::new(topo, 1);
-    let mut load = vec![0.0f64; model.num_resources()];
-    let mut fill = 0.0f64;
-    let root_bw = access_bandwidth(topo, root);
-    let time = |b: f64| if b.is_finite() { seg / b } else { 0.0 };
-    for (j, t) in trees.iter().enumerate() {
-        let mut stack = vec![(root, j as f64 * time(root_bw))];
-        while let Some((p, at)) = stack.pop() {
-            fill = fill.max(at);
-            let pv = topo.rank_vertex(p);
-            for (i, &c) in t[p as usize].iter().enumerate() {
-                let cv = topo.rank_vertex(c);
-                let path = topo.path(pv, cv);
-                let mut lat = 0.0;
-                let mut bw = f64::INFINITY;
-                for d in &path {
-                    let dir = topo.dir_params(*d);
-                    lat += dir.latency_s;
-                    bw = bw.min(dir.bandwidth_bps);
-                    load[model.resource(d.link, d.forward) as usize] += time(dir.bandwidth_bps);
+    Estimator::new(topo, root, trees, overhead).at(nsegs, bytes)
+}
+
+/// [`estimate`] with the walk of the trees done once: every term of it is affine in the
+/// segment size, so the candidates' segment counts (and size classes) are then compared in
+/// O(ranks) each, without walking the topology's paths again.
+#[derive(Clone, Debug)]
+pub struct Estimator {
+    k: u32,
+    /// Per (tree, rank): first-segment arrival = `.0 + .1 x segment bytes`.
+    arrivals: Vec<(f64, f64)>,
+    /// Largest, over link directions, of the seconds per byte of segment its load costs.
+    load_per_byte: f64,
+    /// Per-message overheads of the busiest sender, in seconds.
+    busiest_overhead: f64,
+}
+
+impl Estimator {
+    pub fn new(topo: &Topology, root: u32, trees: &[Tree], overhead: f64) -> Estimator {
+        let model = super::cost::CostModel::new(topo, 1);
+        let mut load = vec![0.0f64; model.num_resources()];
+        let mut arrivals = Vec::with_capacity(trees.len() * topo.num_ranks());
+        let per_byte = |b: f64| if b.is_finite() { 1.0 / b } else { 0.0 };
+        let root_bw = access_bandwidth(topo, root);
+        for (j, t) in trees.iter().enumerate() {
+            let mut stack = vec![(root, 0.0, j as f64 * per_byte(root_bw))];
+            while let Some((p, fixed, slope)) = stack.pop() {
+                arrivals.push((fixed, slope));
+                let pv = topo.rank_vertex(p);
+                for (i, &c) in t[p as usize].iter().enumerate() {
+                    let mut lat = 0.0;
+                    let mut bw = f64::INFINITY;
+                    for d in topo.path(pv, topo.rank_vertex(c)) {
+                        let dir = topo.dir_params(d);
+                        lat += dir.latency_s;
+                        bw = bw.min(dir.bandwidth_bps);
+                        load[model.resource(d.link, d.forward) as usize] += per_byte(dir.bandwidth_bps);
+                    }
+                    let m = (i + 1) as f64;
+                    stack.push((c, fixed + lat + m * overhead, slope + m * per_byte(bw)));
                 }
-                stack.push((c, at + lat + (i + 1) as f64 * (time(bw) + overhead)));
             }
         }
+        let busiest_sender = (0..topo.num_ranks())
+            .map(|r| trees.iter().map(|t| t[r].len()).sum::<usize>())
+            .max()
+            .unwrap_or(0) as f64;
+        Estimator {
+            k: trees.len().max(1) as u32,
+            arrivals,
+            load_per_byte: load.iter().copied().fold(0.0, f64::max),
+            busiest_overhead: busiest_sender * overhead,
+        }
     }
-    let busiest_sender = (0..topo.num_ranks())
-        .map(|r| trees.iter().map(|t| t[r].len()).sum::<usize>())
-        .max()
-        .unwrap_or(0) as f64;
-    let period = load.iter().copied().fold(0.0, f64::max).max(busiest_sender * overhead);
-    fill + (nsegs / k - 1) as f64 * period
+
+    /// The estimate for `bytes` in `nsegs` segments (see [`estimate`]).
+    pub fn at(&self, nsegs: u32, bytes: u64) -> f64 {
+        let nsegs = nsegs.max(self.k);
+        let seg = bytes as f64 / nsegs as f64;
+        let fill = self.arrivals.iter().map(|&(a, b)| a + b * seg).fold(0.0, f64::max);
+        let period = (seg * self.load_per_byte).max(self.busiest_overhead);
+        fill + (nsegs / self.k - 1) as f64 * period
+    }
+
+    /// What the busiest link (or sender) needs for the whole message, however the segments
+    /// overlap: `S / K` periods. For unsegmented trees the estimate above charges no contention
+    /// at all; this is a lower bound on any schedule over the same trees.
+    pub fn link_bound(&self, nsegs: u32, bytes: u64) -> f64 {
+        let nsegs = nsegs.max(self.k);
+        let seg = bytes as f64 / nsegs as f64;
+        (nsegs / self.k) as f64 * (seg * self.load_per_byte).max(self.busiest_overhead)
+    }
 }
 
 /// Bandwidth of a rank's own link in the sending direction (infinite for a lone rank).
@@ -426,6 +521,39 @@ mod tests {
                 .validate()
                 .unwrap();
             assert_eq!(p.nranks, n);
+        }
+    }
+
+    /// A rank's ops computed alone are its row of the full multi-tree plan, for every family,
+    /// segment count and root (trees of one and of two; shared memory and network hops).
+    #[test]
+    fn local_ops_are_the_full_plans_rows() {
+        let t = GenTree::oversubscribed(3, 2, 4.0).with_ranks(3).build().unwrap();
+        let n = t.num_ranks() as u32;
+        let m = CostModel::new(&t, 1 << 20);
+        for root in [0, 7, n - 1] {
+            let [a, b] = host_two_trees(&t, root, HostScheme::TwoTree);
+            let families: Vec<Vec<Tree>> = vec![
+                vec![dfs_chain(&t, root)],
+                vec![k_chains(&t, root, 3)],
+                vec![a, b],
+                host_two_trees(&t, root, HostScheme::Chain).into(),
+                vec![crate::plan::hier::hier_tree(&m, root)],
+                vec![crate::plan::trees::binomial(n, root)],
+            ];
+            for trees in &families {
+                for nsegs in [1, 5, 8] {
+                    for bytes in [1000u64, 1 << 20] {
+                        let p = plan_from_trees(&t, root, trees, nsegs, bytes, "x");
+                        for r in 0..n {
+                            assert_eq!(
+                                local_ops_from_trees(&t, root, trees, nsegs, bytes, r),
+                                p.ops[r as usize]
+                            );
+                        }
+                    }
+                }
+            }
         }
     }
 

@@ -161,6 +161,20 @@ pub fn flat(n: u32, root: u32) -> Vec<Vec<u32>> {
     children
 }
 
+/// Parent of every rank in a tree given by its children lists (`u32::MAX` for the root and for
+/// ranks the tree does not reach).
+pub fn parents(children: &[Vec<u32>]) -> Vec<u32> {
+    let mut parent = vec![u32::MAX; children.len()];
+    for (p, cs) in children.iter().enumerate() {
+        for &c in cs {
+            if let Some(x) = parent.get_mut(c as usize) {
+                *x = p as u32;
+            }
+        }
+    }
+    parent
+}
+
 /// True when `children` describes a tree rooted at `root` that reaches every rank exactly once.
 pub fn spans(children: &[Vec<u32>], root: u32) -> bool {
     let n = children.len();
