@@ -36,13 +36,13 @@ pub const SHM_BANDWIDTH_BPS: f64 = 8e9;
 /// The tree is cut down to the part spanning the job's hosts: a file may describe the whole
 /// cluster (and a sub-communicator uses only some hosts), but planners expect every host and
 /// switch to have ranks below it.
-pub fn attach_ranks(host_tree: &Topology, hosts: &Hosts) -> std::result::Result<Topology, String> {
+pub fn attach_ranks(host_tree: &Topology, hosts: &Hosts) -> std::result::Result<Topology, AttachError> {
     let mut job_vertex = Vec::with_capacity(hosts.names.len());
     for name in &hosts.names {
         let v = host_tree
             .find(name)
             .filter(|&v| host_tree.vertex(v).kind == VertexKind::Node)
-            .ok_or_else(|| format!("host '{name}' of this job is not a node of the topology"))?;
+            .ok_or_else(|| AttachError::MissingHost(name.clone()))?;
         job_vertex.push(v);
     }
     let keep = spanning_vertices(host_tree, &job_vertex);
@@ -66,12 +66,40 @@ pub fn attach_ranks(host_tree: &Topology, hosts: &Hosts) -> std::result::Result<
             .find(name)
             .and_then(|v| map.get(&v).copied())
             .filter(|&v| b.vertices[v].kind == VertexKind::Node)
-            .ok_or_else(|| format!("host '{name}' of this job is not a node of the topology"))?;
+            .ok_or_else(|| AttachError::MissingHost(name.clone()))?;
         let r = b.rank(rank as u32);
         b.link(r, host_v, SHM_LATENCY_S, SHM_BANDWIDTH_BPS);
     }
-    b.build()
-        .map_err(|e| format!("cannot attach ranks to the topology: {e}"))
+    b.build().map_err(AttachError::Build)
+}
+
+/// Why the job's ranks could not be attached to a host-level tree.
+#[derive(Debug)]
+pub enum AttachError {
+    /// A host of the job is not a node of the tree (a topology file of another cluster, or a
+    /// cache of another set of hosts).
+    MissingHost(String),
+    /// The tree with the ranks attached is not a valid topology.
+    Build(crate::topology::TopologyError),
+}
+
+impl std::fmt::Display for AttachError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            AttachError::MissingHost(name) => write!(f, "host '{name}' of this job is not a node of the topology"),
+            AttachError::Build(e) => write!(f, "cannot attach ranks to the topology: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for AttachError {}
+
+/// What rank 0 knows before any probing: a host-level tree (as JSON, to broadcast) and where it
+/// came from, that the network must be probed, or why there is no tree.
+enum Decision {
+    Tree(String, Source),
+    Probe,
+    Unavailable(String),
 }
 
 /// Vertices of the smallest subtree containing `wanted` (the tree rooted at one of them; a
@@ -161,13 +189,14 @@ pub unsafe fn acquire(comm: MPI_Comm, rank: u32, size: u32, cfg: &Config) -> Res
             message_overhead_s: None,
         });
     }
-    // Rank 0 decides and produces the host-level tree as JSON (or an error message).
-    let mut decided: std::result::Result<(String, Source), String> = Err(String::new());
+    // Rank 0 decides and produces the host-level tree as JSON (or why there is none); the other
+    // ranks learn the outcome from its broadcast.
+    let mut decided = Decision::Probe;
     if rank == 0 {
         decided = host_tree_on_rank0(&hosts, cfg);
     }
     // Probing is collective among host leaders; rank 0 asks for it through the broadcast flag.
-    let want_probe = rank == 0 && decided.as_ref().err().is_some_and(|e| e.is_empty()) && cfg.probe;
+    let want_probe = rank == 0 && matches!(decided, Decision::Probe) && cfg.probe;
     let mut flag: c_int = want_probe as c_int;
     check(
         ffi::PMPI_Bcast(&mut flag as *mut c_int as *mut c_void, 1, ffi::RSMPI_INT32_T, 0, comm),
@@ -187,23 +216,25 @@ pub unsafe fn acquire(comm: MPI_Comm, rank: u32, size: u32, cfg: &Config) -> Res
                             Err(e) => log::warn!("treecast: cannot write topology cache {}: {e}", p.display()),
                         }
                     }
-                    Ok((
+                    Decision::Tree(
                         json,
                         Source::Probed {
                             seconds: raw::wtime() - t0,
                         },
-                    ))
+                    )
                 }
-                Err(e) => Err(format!("probing failed: {e}")),
+                Err(e) => Decision::Unavailable(format!("probing failed: {e}")),
             };
         }
-    } else if rank == 0 && decided.as_ref().err().is_some_and(|e| e.is_empty()) {
-        decided = Err("probing disabled (TREECAST_PROBE=0) and no topology file or cache".into());
+    } else if rank == 0 && matches!(decided, Decision::Probe) {
+        decided = Decision::Unavailable("probing disabled (TREECAST_PROBE=0) and no topology file or cache".into());
     }
-    // Broadcast rank 0's outcome: [ok flag][source tag + text].
+    // Broadcast rank 0's outcome: [ok flag][source tag + text]. Only rank 0's payload is sent,
+    // and rank 0 has decided by now (a wish to probe was either probed or refused above).
     let payload = match &decided {
-        Ok((json, src)) => format!("1{}\n{json}", source_tag(src)),
-        Err(e) => format!("0{e}"),
+        Decision::Tree(json, src) => format!("1{}\n{json}", source_tag(src)),
+        Decision::Unavailable(e) => format!("0{e}"),
+        Decision::Probe => String::new(),
     };
     let text = bcast_string(comm, rank, &payload)?;
     let (ok, rest) = text.split_at(1.min(text.len()));
@@ -224,7 +255,7 @@ pub unsafe fn acquire(comm: MPI_Comm, rank: u32, size: u32, cfg: &Config) -> Res
     // Every rank reaches this point with the same outcome, so the ring is collective.
     let t = match attach_ranks(&tree, &hosts) {
         Ok(t) => t,
-        Err(e) => return Ok(unavailable(e)),
+        Err(e) => return Ok(unavailable(e.to_string())),
     };
     let ring = super::mpi_prober::ring_hop_s(comm, rank, &hosts)?;
     let mut overhead: f64 = match &ring {
@@ -296,27 +327,27 @@ fn parse_source(tag: &str) -> Source {
     }
 }
 
-/// Rank 0: the host-level tree from a file or the cache. `Err("")` means "probe".
-fn host_tree_on_rank0(hosts: &Hosts, cfg: &Config) -> std::result::Result<(String, Source), String> {
+/// Rank 0: the host-level tree from a file or the cache, else [`Decision::Probe`].
+fn host_tree_on_rank0(hosts: &Hosts, cfg: &Config) -> Decision {
     if let Some(f) = &cfg.topology_file {
         return match topology::load_file(std::path::Path::new(f)) {
-            Ok(t) => Ok((topology::json::to_string(&t), Source::File(f.clone()))),
-            Err(e) => Err(format!("TREECAST_TOPOLOGY: {e}")),
+            Ok(t) => Decision::Tree(topology::json::to_string(&t), Source::File(f.clone())),
+            Err(e) => Decision::Unavailable(format!("TREECAST_TOPOLOGY: {e}")),
         };
     }
     if let Some(dir) = &cfg.cache_dir {
         let p = cache_path(dir, &hosts.names);
         if p.exists() {
             return match topology::load_file(&p) {
-                Ok(t) => Ok((topology::json::to_string(&t), Source::Cache(p.display().to_string()))),
+                Ok(t) => Decision::Tree(topology::json::to_string(&t), Source::Cache(p.display().to_string())),
                 Err(e) => {
                     log::warn!("treecast: ignoring unreadable topology cache: {e}");
-                    Err(String::new())
+                    Decision::Probe
                 }
             };
         }
     }
-    Err(String::new())
+    Decision::Probe
 }
 
 /// Broadcast a string from rank 0 (length, then bytes).
@@ -369,7 +400,9 @@ mod tests {
             names: vec!["zz".into()],
             leaders: vec![0],
         };
-        assert!(attach_ranks(&tree, &bad).unwrap_err().contains("'zz'"));
+        let e = attach_ranks(&tree, &bad).unwrap_err();
+        assert!(matches!(&e, AttachError::MissingHost(h) if h == "zz"), "{e}");
+        assert!(e.to_string().contains("'zz'"), "{e}");
     }
 
     #[test]

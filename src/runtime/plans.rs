@@ -48,7 +48,7 @@ fn forced_segments(bytes: u64, seg: u64, class: u8) -> u32 {
 /// The plan if it was built and fits size class `class`; otherwise `None`, with a warning, and
 /// the caller falls back to the default plan (a plan with more segments than the class allows
 /// would cut its smallest messages into empty segments).
-fn fitting(built: std::result::Result<Plan, String>, class: u8) -> Option<Plan> {
+fn fitting<E: std::fmt::Display>(built: std::result::Result<Plan, E>, class: u8) -> Option<Plan> {
     match built {
         Ok(p) if p.nsegs <= class_max_segments(class) => Some(p),
         Ok(p) => {

@@ -143,7 +143,7 @@ fn infer_error(e: InferError) -> CliError {
 }
 
 fn from_matrix(file: &Path, format: &str, opts: &InferOptions) -> Result<(), CliError> {
-    let fmt = Format::parse_name(format).map_err(CliError::Input)?;
+    let fmt = Format::parse_name(format).map_err(|e| CliError::Input(e.to_string()))?;
     let name = file.display().to_string();
     let m = topology::rtt_csv::from_str(&read(file)?, &name)?;
     let mut prober = MatrixProber::new(&m, &name)?;
@@ -165,7 +165,7 @@ fn from_matrix(file: &Path, format: &str, opts: &InferOptions) -> Result<(), Cli
 }
 
 fn from_replay(file: &Path, format: &str, opts: &InferOptions) -> Result<(), CliError> {
-    let fmt = Format::parse_name(format).map_err(CliError::Input)?;
+    let fmt = Format::parse_name(format).map_err(|e| CliError::Input(e.to_string()))?;
     let name = file.display().to_string();
     let dump = ProbeDump::from_json(&read(file)?, &name).map_err(|e| CliError::Input(e.to_string()))?;
     let mut prober = ReplayProber::new(&dump);

@@ -12,7 +12,7 @@ use std::time::Duration;
 use treecast::plan::relay::relay_routes;
 use treecast::plan::render::gantt_svg;
 use treecast::plan::{plan_detailed, range_bounds, Algorithm, PlanOptions, Planned};
-use treecast::topology::{load_file, Topology, VertexKind};
+use treecast::topology::{load_file, Topology, TopologyError, VertexKind};
 use treecast::util::bytes::parse_size;
 
 #[derive(clap::Args)]
@@ -56,7 +56,7 @@ pub struct Args {
 
 /// A host-level tree (leaves are hosts, as inferred from RTTs) gets one rank per host leaf,
 /// numbered in the file's vertex order (the simulator's convention for such trees).
-fn with_host_ranks(topo: Topology) -> Result<Topology, String> {
+fn with_host_ranks(topo: Topology) -> Result<Topology, TopologyError> {
     if topo.num_ranks() > 0 {
         return Ok(topo);
     }
@@ -66,13 +66,13 @@ fn with_host_ranks(topo: Topology) -> Result<Topology, String> {
         b.vertices[v].kind = VertexKind::Rank;
         b.vertices[v].rank = Some(i as u32);
     }
-    b.build().map_err(|e| e.to_string())
+    b.build()
 }
 
 pub fn run(args: Args) -> Result<(), CliError> {
     let topo = load_file(&args.topology)?;
     let host_level = topo.num_ranks() == 0;
-    let topo = with_host_ranks(topo).map_err(CliError::Input)?;
+    let topo = with_host_ranks(topo)?;
     let n = topo.num_ranks();
     if n == 0 {
         return Err(CliError::Input(format!(

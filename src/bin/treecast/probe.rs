@@ -57,7 +57,7 @@ pub fn run(args: Args) -> Result<(), CliError> {
             print!("{}", topology::text::to_string(&t));
         }
         name => {
-            let fmt = Format::parse_name(name).map_err(CliError::Input)?;
+            let fmt = Format::parse_name(name).map_err(|e| CliError::Input(e.to_string()))?;
             print!("{}", fmt.write(&t)?);
         }
     }

@@ -97,7 +97,7 @@ struct CompareArgs {
 }
 
 fn format(name: &str) -> Result<Format, CliError> {
-    Format::parse_name(name).map_err(CliError::Input)
+    Format::parse_name(name).map_err(|e| CliError::Input(e.to_string()))
 }
 
 fn emit(t: &Topology, fmt: Format, output: Option<&Path>) -> Result<(), CliError> {

@@ -53,9 +53,9 @@ impl Format {
         }
     }
 
-    /// [`Format::from_name`], or a message naming the valid names (for `--format` errors).
-    pub fn parse_name(name: &str) -> Result<Format, String> {
-        Format::from_name(name).ok_or_else(|| format!("--format: '{name}' is not one of {}", Format::NAMES.join(", ")))
+    /// [`Format::from_name`], or an error naming the valid names (for `--format` errors).
+    pub fn parse_name(name: &str) -> Result<Format, UnknownFormat> {
+        Format::from_name(name).ok_or_else(|| UnknownFormat(name.to_string()))
     }
 
     /// Format for a file name by extension: `.json`, `.conf` (Slurm), `.dot`, `.groups`.
@@ -80,6 +80,18 @@ impl Format {
         })
     }
 }
+
+/// A topology format name that is not one of [`Format::NAMES`]; its message lists them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UnknownFormat(pub String);
+
+impl std::fmt::Display for UnknownFormat {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "--format: '{}' is not one of {}", self.0, Format::NAMES.join(", "))
+    }
+}
+
+impl std::error::Error for UnknownFormat {}
 
 /// Parse topology text, choosing the format by content: JSON if the first non-blank character
 /// (after an optional UTF-8 byte-order mark) is `{`, else Slurm topology.conf.
