@@ -47,9 +47,7 @@ impl Fake {
 
     /// An executable script in the fake PATH.
     fn tool(&self, name: &str, script: &str) {
-        let p = self.dir.join("bin").join(name);
-        fs::write(&p, format!("#!/bin/sh\n{script}\n")).unwrap();
-        fs::set_permissions(&p, fs::Permissions::from_mode(0o755)).unwrap();
+        tool_at(&self.dir.join("bin"), name, script);
     }
 
     /// Run `probe` with the fake PATH and root; extra environment in `env`. True if present.
@@ -220,6 +218,7 @@ fn mpich_is_a_home_whose_wrapper_builds_a_program() {
     assert!(f.probe("probe_mpich", &default));
 }
 
+/// An executable script `bin/name`.
 fn tool_at(bin: &Path, name: &str, script: &str) {
     let p = bin.join(name);
     fs::write(&p, format!("#!/bin/sh\n{script}\n")).unwrap();

@@ -63,12 +63,6 @@ pub fn launcher() -> Launcher {
     })
 }
 
-/// Whether the MPI under test is MPICH (the crate's `cfg(treecast_mpi)` says the same at build
-/// time; this asks the launcher the tests will use).
-pub fn is_mpich() -> bool {
-    launcher() == Launcher::Hydra
-}
-
 /// MPICH's counterpart of Open MPI's yield-when-idle (which Open MPI turns on by itself when
 /// oversubscribed): a rank whose progress loop finds nothing to do yields the core. Without
 /// it, ranks waiting in MPICH spin through whole scheduler time slices: 1,000 broadcasts of 4
