@@ -49,7 +49,7 @@ fn sim(topo: &Topology, plan: &Plan, bytes: u64) -> f64 {
     // The chooser's own model (per-message overhead, rendezvous above 64 KiB).
     let o = SimOptions {
         trusted_plan: true,
-        ..treecast::plan::chooser::planning_sim_options(treecast::plan::pipeline::MESSAGE_OVERHEAD_S)
+        ..treecast::plan::choose::planning_sim_options(treecast::plan::pipeline::MESSAGE_OVERHEAD_S)
     };
     simulate_plan(topo, plan, bytes, &o).expect("simulates").time_s
 }

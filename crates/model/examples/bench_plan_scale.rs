@@ -28,7 +28,7 @@
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use treecast_model::infer::{infer, with_ranks, InferOptions, Strategy};
-use treecast_model::plan::chooser::{planning_sim_options, PREDICT_MESSAGE_LIMIT};
+use treecast_model::plan::choose::{planning_sim_options, PREDICT_MESSAGE_LIMIT};
 use treecast_model::plan::local::{choose, LocalChoice, LocalPlanner};
 use treecast_model::plan::pipeline::MESSAGE_OVERHEAD_S;
 use treecast_model::plan::{plan_detailed, Plan, PlanOptions};

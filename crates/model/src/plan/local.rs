@@ -1,6 +1,6 @@
 //! Planning at cluster scale: every rank computes only its own part of the plan.
 //!
-//! The chooser of [`super::chooser`] builds every candidate's plan it predicts and simulates
+//! The chooser of [`super::choose`] builds every candidate's plan it predicts and simulates
 //! the best ones: on 4,096 ranks a pipelined plan has millions of ops and planning one (root,
 //! size class) takes about half a second on every rank, which then holds everybody's sends.
 //! Here every candidate is a set of spanning trees plus a segment count (the multi-tree plans of
@@ -64,7 +64,7 @@ pub struct LocalChoice {
     /// [`super::bound::pipelined_lower_bound`] (seconds).
     pub lower_bound_s: f64,
     /// Every candidate with its prediction, in the order considered.
-    pub evaluated: Vec<super::chooser::Evaluated>,
+    pub evaluated: Vec<super::choose::Evaluated>,
 }
 
 impl LocalChoice {
@@ -229,7 +229,7 @@ fn choose_shape(
         let est = Estimator::new(topo, root, &trees, overhead);
         let time = |s: u32| est.at(s, bytes).max(est.link_bound(s, bytes));
         let counts = if shape.segmented() {
-            super::chooser::segment_counts(topo, root, &trees, bytes, overhead, None)
+            super::choose::segment_counts(topo, root, &trees, bytes, overhead, None)
         } else {
             vec![1]
         };
@@ -248,7 +248,7 @@ fn choose_shape(
         })?;
     let evaluated = cands
         .iter()
-        .map(|c| super::chooser::Evaluated {
+        .map(|c| super::choose::Evaluated {
             name: c.0.name(c.2),
             predicted_s: c.3,
             by: "analytic",
@@ -288,7 +288,7 @@ pub struct LocalPlanner {
 }
 
 /// A cached choice: `None` shape for a trivial broadcast.
-type Chosen = (Option<Shape>, u32, f64, Vec<super::chooser::Evaluated>);
+type Chosen = (Option<Shape>, u32, f64, Vec<super::choose::Evaluated>);
 
 impl LocalPlanner {
     /// For the communicator whose rank-level tree is `topo` (O(vertices)).
@@ -505,7 +505,7 @@ mod tests {
     /// Sampled check of the analytic prediction against the simulator (the chooser's own model).
     #[test]
     fn predictions_track_the_simulator() {
-        let o = crate::plan::chooser::planning_sim_options(MESSAGE_OVERHEAD_S);
+        let o = crate::plan::choose::planning_sim_options(MESSAGE_OVERHEAD_S);
         for topo in topologies().into_iter().take(5) {
             let n = topo.num_ranks() as u32;
             for bytes in [100, 64 << 10, 4 << 20] {

@@ -16,7 +16,7 @@
 //! | [`pipeline`] | segmented plans: chains, two-trees, pipelined trees; segment counts |
 //! | [`replay`] | predicted time of any plan under the cost model |
 //! | [`registry`] | every algorithm by name: parameters, family, help; `Algorithm` |
-//! | [`chooser`] | `plan_broadcast`: candidates, prediction, choice |
+//! | [`choose`] | `plan_broadcast`: candidates, one predictor, ranking |
 //! | [`local`] | planning at scale: analytic choice among trees, one rank's own ops |
 //! | [`orbits`] | ranks the network cannot tell apart (choices shared across roots) |
 //! | [`render`] | Gantt chart of a plan |
@@ -28,7 +28,7 @@
 pub mod baselines;
 pub mod bound;
 pub mod canon;
-pub mod chooser;
+pub mod choose;
 pub mod cost;
 mod error;
 pub mod greedy;
@@ -47,7 +47,7 @@ pub use crate::schedule::{
     class_max_segments, class_representative, range_bounds, seg_bounds, size_class, Op, Plan, PlanError, PlanInfo,
     SegRange,
 };
-pub use chooser::{plan_broadcast, plan_detailed, PlanOptions, Planned};
+pub use choose::{plan_broadcast, plan_detailed, PlanOptions, Planned};
 pub use error::{PlanningError, TransferFault};
 pub use registry::{Algorithm, Family, NameError};
 

@@ -556,8 +556,8 @@ mod tests {
             let h = Hierarchy::new(&t, root);
             assert_eq!(h.groups[h.top].size, 8);
             for bytes in [8u64, 4096, 1 << 20] {
-                let opts = crate::plan::chooser::PlanOptions::default();
-                let p = crate::plan::chooser::plan_broadcast(&t, root, bytes, &opts).unwrap();
+                let opts = crate::plan::choose::PlanOptions::default();
+                let p = crate::plan::choose::plan_broadcast(&t, root, bytes, &opts).unwrap();
                 p.validate().unwrap();
             }
         }

@@ -1,7 +1,7 @@
 //! Lower bounds on the time [`simulate_plan`](crate::sim::simulate_plan) gives a baseline, at a
 //! small fraction of a simulation's cost.
 //!
-//! Why: the planner's `auto` chooser (`plan::chooser`) ranks the MPI baselines next to its own
+//! Why: the planner's `auto` chooser (`plan::choose`) ranks the MPI baselines next to its own
 //! candidates so it never picks a plan the simulator says is slower than one of them. Most
 //! baselines simulate in milliseconds even at 4,096 ranks, but a few do not: scatter +
 //! recursive-doubling allgather keeps thousands of flows in contention (seconds per
