@@ -4,6 +4,16 @@
 //! (and wraps `MPI_Init`/`MPI_Finalize`), so the library's own traffic must not re-enter it; and
 //! PMPI keeps our internal messages out of other PMPI-based profilers' counts. Every wrapper turns
 //! a non-success return into an [`Error`] naming the call.
+//!
+//! Why one layer: the `unsafe` of the FFI (raw pointers, counts as `int`, out-parameters,
+//! handles read from extern statics) and the differences between Open MPI and MPICH
+//! (`cfg(treecast_mpi)`, [`MULTI_COMPLETION_IS_FATAL`]) stay here, so the runtime reads as MPI
+//! calls on slices and handles. Functions that take buffers an operation keeps using after they
+//! return (non-blocking sends, receives, gathers) stay `unsafe fn`: the caller must keep the
+//! buffer alive until the request completes, which no signature here can check.
+//!
+//! Sections: constants and handles; environment; communicators and attributes; datatypes;
+//! point to point; collectives; completion.
 
 use crate::error::{Error, ErrorKind, Result};
 use mpi::ffi::{self, MPI_Comm, MPI_Datatype, MPI_Request, MPI_Status};
@@ -44,26 +54,241 @@ pub fn error_string(code: c_int) -> String {
     String::from_utf8_lossy(&buf).into_owned()
 }
 
-/// The byte datatype (uint8_t has MPI_BYTE's size; rsmpi exports no MPI_BYTE handle).
-pub fn byte_type() -> MPI_Datatype {
-    // SAFETY: reading an initialized extern constant.
-    unsafe { ffi::RSMPI_UINT8_T }
+/// Functions returning MPI's predefined handles and constants (rsmpi exposes them as extern
+/// statics, whose every read is `unsafe`).
+macro_rules! constants {
+    ($($(#[$doc:meta])* $name:ident: $ty:ty = $item:ident;)*) => {$(
+        $(#[$doc])*
+        pub fn $name() -> $ty {
+            // SAFETY: reading an initialized extern constant.
+            unsafe { ffi::$item }
+        }
+    )*};
 }
 
-pub fn null_request() -> MPI_Request {
-    // SAFETY: reading an initialized extern constant.
-    unsafe { ffi::RSMPI_REQUEST_NULL }
-}
-
-pub fn any_source() -> c_int {
-    // SAFETY: reading an initialized extern constant.
-    unsafe { ffi::RSMPI_ANY_SOURCE }
+constants! {
+    /// The byte datatype (uint8_t has MPI_BYTE's size; rsmpi exports no MPI_BYTE handle).
+    byte_type: MPI_Datatype = RSMPI_UINT8_T;
+    null_request: MPI_Request = RSMPI_REQUEST_NULL;
+    any_source: c_int = RSMPI_ANY_SOURCE;
+    any_tag: c_int = RSMPI_ANY_TAG;
+    comm_null: MPI_Comm = RSMPI_COMM_NULL;
+    comm_world: MPI_Comm = RSMPI_COMM_WORLD;
+    comm_self: MPI_Comm = RSMPI_COMM_SELF;
+    datatype_null: MPI_Datatype = RSMPI_DATATYPE_NULL;
 }
 
 /// A zeroed status (MPI fills it).
 pub fn empty_status() -> MPI_Status {
     // SAFETY: MPI_Status is a plain C struct of integers; all-zero is a valid value.
     unsafe { MaybeUninit::zeroed().assume_init() }
+}
+
+/// Element types the collectives below carry, with their MPI datatype.
+pub trait Element: Copy + sealed::Sealed {
+    fn datatype() -> MPI_Datatype;
+}
+
+mod sealed {
+    pub trait Sealed {}
+    impl Sealed for i32 {}
+    impl Sealed for i64 {}
+    impl Sealed for u8 {}
+}
+
+macro_rules! elements {
+    ($($ty:ty = $item:ident;)*) => {$(
+        impl Element for $ty {
+            fn datatype() -> MPI_Datatype {
+                // SAFETY: reading an initialized extern constant.
+                unsafe { ffi::$item }
+            }
+        }
+    )*};
+}
+
+elements! {
+    i32 = RSMPI_INT32_T;
+    i64 = RSMPI_INT64_T;
+    u8 = RSMPI_UINT8_T;
+}
+
+/// `len` as an MPI count.
+fn count_of(len: usize) -> Result<c_int> {
+    c_int::try_from(len).map_err(|_| Error::new(ErrorKind::Count, format!("{len} elements exceed an MPI count")))
+}
+
+/// A send buffer's address for MPI. Never an empty slice's dangling pointer: for bytes it is
+/// 0x1, which is `MPI_IN_PLACE` in Open MPI (an argument error on non-root ranks).
+fn send_ptr<T>(buf: &[T]) -> *const c_void {
+    static NOTHING: u64 = 0;
+    if buf.is_empty() {
+        &NOTHING as *const u64 as *const c_void
+    } else {
+        buf.as_ptr() as *const c_void
+    }
+}
+
+// ---- Environment ----
+
+/// Whether `MPI_Init` has been called (callable at any time).
+pub fn initialized() -> bool {
+    let mut f = 0;
+    // SAFETY: callable at any time.
+    unsafe { ffi::PMPI_Initialized(&mut f) };
+    f != 0
+}
+
+/// Whether `MPI_Finalize` has completed (callable at any time).
+pub fn finalized() -> bool {
+    let mut f = 0;
+    // SAFETY: callable at any time.
+    unsafe { ffi::PMPI_Finalized(&mut f) };
+    f != 0
+}
+
+/// Bytes of a processor name (`MPI_MAX_PROCESSOR_NAME` in both Open MPI and MPICH).
+pub const PROCESSOR_NAME_BYTES: usize = 256;
+
+/// This process' processor name, NUL-padded (all zeros should MPI fail to give one).
+pub fn processor_name() -> [u8; PROCESSOR_NAME_BYTES] {
+    let mut buf = [0u8; PROCESSOR_NAME_BYTES];
+    let mut len: c_int = 0;
+    // SAFETY: MPI writes at most MPI_MAX_PROCESSOR_NAME (256) bytes.
+    unsafe { ffi::PMPI_Get_processor_name(buf.as_mut_ptr() as *mut _, &mut len) };
+    buf
+}
+
+// ---- Communicators and attributes ----
+
+/// A duplicate of `comm` (collective).
+pub fn comm_dup(comm: MPI_Comm) -> Result<MPI_Comm> {
+    let mut dup = comm_null();
+    // SAFETY: comm is a valid communicator handle supplied by the caller.
+    check(unsafe { ffi::PMPI_Comm_dup(comm, &mut dup) }, "MPI_Comm_dup")?;
+    Ok(dup)
+}
+
+/// Free `comm` (sets it to `MPI_COMM_NULL`). Errors are ignored: this runs on cleanup paths
+/// (drops, error unwinding) that have nothing better to do with one.
+pub fn comm_free(comm: &mut MPI_Comm) {
+    // SAFETY: comm is a communicator this process created and frees once.
+    unsafe {
+        ffi::PMPI_Comm_free(comm);
+    }
+}
+
+/// `MPI_Comm_split` (collective): ranks with `color` `None` get `MPI_COMM_NULL`.
+pub fn comm_split(comm: MPI_Comm, color: Option<c_int>, key: c_int) -> Result<MPI_Comm> {
+    let mut out = comm_null();
+    // SAFETY: comm is a valid communicator handle; the color constant is read from MPI.
+    unsafe {
+        let color = color.unwrap_or(ffi::RSMPI_UNDEFINED);
+        check(ffi::PMPI_Comm_split(comm, color, key, &mut out), "MPI_Comm_split")?;
+    }
+    Ok(out)
+}
+
+/// The ranks of `comm` that share memory with this one (collective; `MPI_COMM_TYPE_SHARED`).
+pub fn comm_split_shared(comm: MPI_Comm, key: c_int) -> Result<MPI_Comm> {
+    let mut out = comm_null();
+    // SAFETY: comm is a valid communicator handle; the constants are read from MPI.
+    check(
+        unsafe { ffi::PMPI_Comm_split_type(comm, ffi::RSMPI_COMM_TYPE_SHARED, key, ffi::RSMPI_INFO_NULL, &mut out) },
+        "MPI_Comm_split_type",
+    )?;
+    Ok(out)
+}
+
+/// Whether `comm` is an inter-communicator.
+pub fn comm_test_inter(comm: MPI_Comm) -> Result<bool> {
+    let mut inter = 0;
+    // SAFETY: comm is a non-null communicator handle supplied by the caller.
+    check(
+        unsafe { ffi::PMPI_Comm_test_inter(comm, &mut inter) },
+        "MPI_Comm_test_inter",
+    )?;
+    Ok(inter != 0)
+}
+
+/// Make errors on `comm` return codes (`MPI_ERRORS_RETURN`) instead of aborting the job.
+pub fn set_errors_return(comm: MPI_Comm) -> Result<()> {
+    // SAFETY: comm is a valid communicator handle; the handler is MPI's constant.
+    check(
+        unsafe { ffi::PMPI_Comm_set_errhandler(comm, ffi::RSMPI_ERRORS_RETURN) },
+        "MPI_Comm_set_errhandler",
+    )
+}
+
+/// A new attribute keyval with these callbacks (no extra state).
+pub fn comm_create_keyval(
+    copy: ffi::MPI_Comm_copy_attr_function,
+    delete: ffi::MPI_Comm_delete_attr_function,
+) -> Result<c_int> {
+    let mut kv: c_int = 0;
+    // SAFETY: MPI stores the callbacks and calls them with the attribute values we set.
+    check(
+        unsafe { ffi::PMPI_Comm_create_keyval(copy, delete, &mut kv, std::ptr::null_mut()) },
+        "MPI_Comm_create_keyval",
+    )?;
+    Ok(kv)
+}
+
+/// Attach `val` to `comm` under `keyval` (the keyval's delete callback receives it).
+///
+/// # Safety
+/// `val` must be what the keyval's callbacks expect, and stay valid until its delete callback.
+pub unsafe fn comm_set_attr(comm: MPI_Comm, keyval: c_int, val: *mut c_void) -> Result<()> {
+    let what = if comm == comm_self() {
+        "MPI_Comm_set_attr(MPI_COMM_SELF)"
+    } else {
+        "MPI_Comm_set_attr"
+    };
+    // comm is a valid communicator handle; MPI stores the pointer without reading it.
+    check(ffi::PMPI_Comm_set_attr(comm, keyval, val), what)
+}
+
+/// The value attached to `comm` under `keyval`, if any.
+pub fn comm_get_attr(comm: MPI_Comm, keyval: c_int) -> Result<Option<*mut c_void>> {
+    let mut val: *mut c_void = std::ptr::null_mut();
+    let mut flag: c_int = 0;
+    // SAFETY: comm is a valid communicator handle; MPI writes one pointer into `val`.
+    check(
+        unsafe { ffi::PMPI_Comm_get_attr(comm, keyval, &mut val as *mut *mut c_void as *mut c_void, &mut flag) },
+        "MPI_Comm_get_attr",
+    )?;
+    Ok((flag != 0).then_some(val))
+}
+
+/// `MPI_TAG_UB` of `comm`, if MPI gives one.
+pub fn tag_ub(comm: MPI_Comm) -> Result<Option<c_int>> {
+    let mut ptr: *mut c_int = std::ptr::null_mut();
+    let mut flag: c_int = 0;
+    // SAFETY: comm is a valid communicator handle; the predefined attribute is a pointer to an
+    // int MPI owns for the communicator's lifetime.
+    unsafe {
+        check(
+            ffi::PMPI_Comm_get_attr(
+                comm,
+                ffi::MPI_TAG_UB as c_int,
+                &mut ptr as *mut *mut c_int as *mut c_void,
+                &mut flag,
+            ),
+            "MPI_Comm_get_attr(MPI_TAG_UB)",
+        )?;
+        Ok((flag != 0 && !ptr.is_null()).then(|| *ptr))
+    }
+}
+
+// ---- Datatypes ----
+
+/// Size in bytes of one element of `datatype` (`MPI_Type_size_x`; `MPI_UNDEFINED` if it does not
+/// fit, which is negative).
+pub fn type_size(datatype: MPI_Datatype) -> Result<i64> {
+    let mut size: ffi::MPI_Count = 0;
+    // SAFETY: datatype is a valid, non-null datatype handle supplied by the caller.
+    check(unsafe { ffi::PMPI_Type_size_x(datatype, &mut size) }, "MPI_Type_size_x")?;
+    Ok(size as i64)
 }
 
 pub fn comm_rank(comm: MPI_Comm) -> Result<i32> {
@@ -84,6 +309,8 @@ pub fn wtime() -> f64 {
     // SAFETY: no arguments.
     unsafe { ffi::PMPI_Wtime() }
 }
+
+// ---- Point to point ----
 
 /// Post a non-blocking receive of `len` bytes at `ptr`.
 ///
@@ -307,4 +534,156 @@ pub fn wait_all(reqs: &mut [MPI_Request]) -> Result<()> {
         }
     }
     check(rc, "MPI_Waitall")
+}
+
+// ---- Collectives ----
+
+/// Broadcast `buf` from `root` over `comm` (collective).
+pub fn bcast<T: Element>(buf: &mut [T], root: c_int, comm: MPI_Comm) -> Result<()> {
+    let count = count_of(buf.len())?;
+    // SAFETY: buf holds `count` elements for the call's duration.
+    check(
+        unsafe { ffi::PMPI_Bcast(buf.as_mut_ptr() as *mut c_void, count, T::datatype(), root, comm) },
+        "MPI_Bcast",
+    )
+}
+
+/// Every rank's `send` concatenated in rank order into `recv` (collective; `recv` holds
+/// `send.len()` elements per rank of `comm`).
+pub fn allgather<T: Element>(send: &[T], recv: &mut [T], comm: MPI_Comm) -> Result<()> {
+    let count = count_of(send.len())?;
+    let size = comm_size(comm)? as usize;
+    if recv.len() < send.len() * size {
+        return Err(Error::new(
+            ErrorKind::Count,
+            format!(
+                "allgather of {} elements from {size} ranks into {}",
+                send.len(),
+                recv.len()
+            ),
+        ));
+    }
+    // SAFETY: both buffers hold what the counts say for the call's duration.
+    check(
+        unsafe {
+            ffi::PMPI_Allgather(
+                send_ptr(send),
+                count,
+                T::datatype(),
+                recv.as_mut_ptr() as *mut c_void,
+                count,
+                T::datatype(),
+                comm,
+            )
+        },
+        "MPI_Allgather",
+    )
+}
+
+/// The element-wise maximum of every rank's `send` into `recv` (collective).
+pub fn allreduce_max<T: Element>(send: &[T], recv: &mut [T], comm: MPI_Comm) -> Result<()> {
+    let count = count_of(send.len())?;
+    if recv.len() < send.len() {
+        return Err(Error::new(ErrorKind::Count, "allreduce into a shorter buffer"));
+    }
+    // SAFETY: both buffers hold `count` elements for the call's duration.
+    check(
+        unsafe {
+            ffi::PMPI_Allreduce(
+                send_ptr(send),
+                recv.as_mut_ptr() as *mut c_void,
+                count,
+                T::datatype(),
+                ffi::RSMPI_MAX,
+                comm,
+            )
+        },
+        "MPI_Allreduce",
+    )
+}
+
+/// Start a barrier on `comm` (collective); complete it with [`test`] or [`wait_all`].
+pub fn ibarrier(comm: MPI_Comm) -> Result<MPI_Request> {
+    let mut req = null_request();
+    // SAFETY: comm is a valid communicator handle; no buffers.
+    check(unsafe { ffi::PMPI_Ibarrier(comm, &mut req) }, "MPI_Ibarrier")?;
+    Ok(req)
+}
+
+/// Start gathering every rank's `send` to `root`'s `recv` (collective; at the root `recv` holds
+/// `send.len()` elements per rank, elsewhere it is not used).
+///
+/// # Safety
+/// Both buffers must stay valid, and `recv` untouched, until the request completes.
+pub unsafe fn igather<T: Element>(send: &[T], recv: &mut [T], root: c_int, comm: MPI_Comm) -> Result<MPI_Request> {
+    let count = count_of(send.len())?;
+    let mut req = null_request();
+    let rc = ffi::PMPI_Igather(
+        send_ptr(send),
+        count,
+        T::datatype(),
+        recv.as_mut_ptr() as *mut c_void,
+        count,
+        T::datatype(),
+        root,
+        comm,
+        &mut req,
+    );
+    check(rc, "MPI_Igather")?;
+    Ok(req)
+}
+
+/// Start gathering every rank's `send` (of differing lengths) to `root`: rank i's lands at
+/// `recv[displs[i]..displs[i] + counts[i]]` (collective; `recv`, `counts` and `displs` are
+/// used at the root only).
+///
+/// # Safety
+/// All buffers must stay valid, and `recv` untouched, until the request completes; at the root
+/// `counts` and `displs` have an entry per rank and describe ranges inside `recv`.
+pub unsafe fn igatherv<T: Element>(
+    send: &[T],
+    recv: &mut [T],
+    counts: &[c_int],
+    displs: &[c_int],
+    root: c_int,
+    comm: MPI_Comm,
+) -> Result<MPI_Request> {
+    let count = count_of(send.len())?;
+    let mut req = null_request();
+    let rc = ffi::PMPI_Igatherv(
+        send_ptr(send),
+        count,
+        T::datatype(),
+        recv.as_mut_ptr() as *mut c_void,
+        counts.as_ptr(),
+        displs.as_ptr(),
+        T::datatype(),
+        root,
+        comm,
+        &mut req,
+    );
+    check(rc, "MPI_Igatherv")?;
+    Ok(req)
+}
+
+// ---- Completion (one request) ----
+
+/// Whether `req` has completed (`MPI_Test`, status ignored); a completed request becomes null.
+pub fn test(req: &mut MPI_Request) -> Result<bool> {
+    let mut flag: c_int = 0;
+    // SAFETY: req is a request this process owns (its buffers were vouched for when posted).
+    check(
+        unsafe { ffi::PMPI_Test(req, &mut flag, ffi::RSMPI_STATUS_IGNORE) },
+        "MPI_Test",
+    )?;
+    Ok(flag != 0)
+}
+
+/// [`test`] returning the completed request's status.
+pub fn test_status(req: &mut MPI_Request) -> Result<Option<MPI_Status>> {
+    let mut flag: c_int = 0;
+    let mut st = empty_status();
+    // SAFETY: as for `test`; the status is ours.
+    check(unsafe { ffi::PMPI_Test(req, &mut flag, &mut st) }, "MPI_Test")?;
+    Ok((flag != 0).then_some(st))
 }

@@ -8,8 +8,9 @@
 
 use super::state;
 use crate::error::Result;
+use crate::exec::raw;
 use crate::profile::{self, CallSite};
-use mpi::ffi::{self, MPI_Comm, MPI_Datatype};
+use mpi::ffi::{MPI_Comm, MPI_Datatype};
 
 /// A broadcast the MPI library is performing, being profiled ([`begin_external`]).
 pub struct ExternalCall {
@@ -63,15 +64,12 @@ pub fn end_external(call: ExternalCall, ok: bool) {
 /// rather than the executor's full layout description: this runs on every profiled call.
 fn message_bytes(count: i64, datatype: MPI_Datatype) -> u64 {
     let Ok(count) = u64::try_from(count) else { return 0 };
-    // SAFETY: the null handle is compared first; other handles are valid per the caller.
-    unsafe {
-        if count == 0 || datatype == ffi::RSMPI_DATATYPE_NULL {
-            return 0;
-        }
-        let mut size: ffi::MPI_Count = 0;
-        if ffi::PMPI_Type_size_x(datatype, &mut size) != ffi::MPI_SUCCESS as i32 || size < 0 {
-            return 0;
-        }
-        (size as u64).saturating_mul(count)
+    // The null handle is compared first; other handles are valid per the caller.
+    if count == 0 || datatype == raw::datatype_null() {
+        return 0;
+    }
+    match raw::type_size(datatype) {
+        Ok(size) if size >= 0 => (size as u64).saturating_mul(count),
+        _ => 0,
     }
 }

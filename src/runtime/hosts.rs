@@ -4,10 +4,9 @@
 
 use super::config::Config;
 use crate::error::Result;
-use crate::exec::raw::{self, check};
-use mpi::ffi::{self, MPI_Comm};
+use crate::exec::raw;
+use mpi::ffi::MPI_Comm;
 use std::collections::HashMap;
-use std::ffi::c_void;
 use std::os::raw::c_int;
 
 /// How a communicator's ranks sit on hosts.
@@ -26,74 +25,32 @@ impl Hosts {
     }
 }
 
-fn processor_name() -> [u8; 256] {
-    let mut buf = [0u8; 256];
-    let mut len: c_int = 0;
-    // SAFETY: MPI writes at most MPI_MAX_PROCESSOR_NAME (256) bytes.
-    unsafe { ffi::PMPI_Get_processor_name(buf.as_mut_ptr() as *mut _, &mut len) };
-    buf
-}
-
 fn cstr(buf: &[u8]) -> String {
     let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
     String::from_utf8_lossy(&buf[..end]).into_owned()
 }
 
-/// Group ranks by shared memory (collective over `comm`).
-///
-/// # Safety
-/// `comm` must be a valid intra-communicator.
-pub unsafe fn discover_hosts(comm: MPI_Comm, rank: u32, size: u32, cfg: &Config) -> Result<Hosts> {
+/// Group ranks by shared memory (collective over `comm`, a valid intra-communicator).
+pub fn discover_hosts(comm: MPI_Comm, rank: u32, size: u32, cfg: &Config) -> Result<Hosts> {
     if let Some(k) = cfg.virtual_hosts {
         // Testing knob (identical on every rank by construction): hosts of k consecutive ranks.
         let leader_of: Vec<u32> = (0..size).map(|r| r / k * k).collect();
         return Ok(group(&leader_of, |r| format!("vhost{}", r as u32 / k)));
     }
-    let mut node: MPI_Comm = ffi::RSMPI_COMM_NULL;
-    check(
-        ffi::PMPI_Comm_split_type(
-            comm,
-            ffi::RSMPI_COMM_TYPE_SHARED,
-            rank as c_int,
-            ffi::RSMPI_INFO_NULL,
-            &mut node,
-        ),
-        "MPI_Comm_split_type",
-    )?;
+    let mut node = raw::comm_split_shared(comm, rank as c_int)?;
     // The leader's communicator rank identifies the host.
-    let mut leader = rank as c_int;
-    let rc = ffi::PMPI_Bcast(&mut leader as *mut c_int as *mut c_void, 1, ffi::RSMPI_INT32_T, 0, node);
-    ffi::PMPI_Comm_free(&mut node);
-    check(rc, "MPI_Bcast")?;
+    let mut leader = [rank as c_int];
+    let r = raw::bcast(&mut leader, 0, node);
+    raw::comm_free(&mut node);
+    r?;
     let mut leader_of = vec![0 as c_int; size as usize];
-    check(
-        ffi::PMPI_Allgather(
-            &leader as *const c_int as *const c_void,
-            1,
-            ffi::RSMPI_INT32_T,
-            leader_of.as_mut_ptr() as *mut c_void,
-            1,
-            ffi::RSMPI_INT32_T,
-            comm,
-        ),
-        "MPI_Allgather",
-    )?;
-    let me = processor_name();
-    let mut names_raw = vec![0u8; 256 * size as usize];
-    check(
-        ffi::PMPI_Allgather(
-            me.as_ptr() as *const c_void,
-            256,
-            raw::byte_type(),
-            names_raw.as_mut_ptr() as *mut c_void,
-            256,
-            raw::byte_type(),
-            comm,
-        ),
-        "MPI_Allgather",
-    )?;
+    raw::allgather(&leader, &mut leader_of, comm)?;
+    let me = raw::processor_name();
+    const NAME: usize = raw::PROCESSOR_NAME_BYTES;
+    let mut names_raw = vec![0u8; NAME * size as usize];
+    raw::allgather(&me, &mut names_raw, comm)?;
     Ok(group(&leader_of.iter().map(|&l| l as u32).collect::<Vec<_>>(), |r| {
-        cstr(&names_raw[r * 256..(r + 1) * 256])
+        cstr(&names_raw[r * NAME..(r + 1) * NAME])
     }))
 }
 

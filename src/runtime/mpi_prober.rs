@@ -32,15 +32,14 @@
 use super::config::Config;
 use super::hosts::Hosts;
 use crate::error::{Error, ErrorKind, Result};
-use crate::exec::raw::{self, check};
+use crate::exec::raw;
 use crate::infer::{self, InferOptions};
 use crate::probe::{
     check_round, ping_pair, PairMeasurement, PingSpec, ProbeError, ProbeLedger, ProbeStats, Prober, SetSchedule,
 };
 use crate::topology::Topology;
-use mpi::ffi::{self, MPI_Comm, MPI_Request};
+use mpi::ffi::{MPI_Comm, MPI_Request};
 use serde::{Deserialize, Serialize};
-use std::ffi::c_void;
 use std::os::raw::c_int;
 
 const TAG_PING: c_int = 1;
@@ -131,18 +130,10 @@ fn wait_yielding(req: &mut MPI_Request) -> Result<()> {
 
 /// Test `req` until it completes, calling `between` after each test that finds it pending.
 fn wait_testing(req: &mut MPI_Request, mut between: impl FnMut()) -> Result<()> {
-    loop {
-        let mut flag: c_int = 0;
-        // SAFETY: an active request we own.
-        check(
-            unsafe { ffi::PMPI_Test(req, &mut flag, ffi::RSMPI_STATUS_IGNORE) },
-            "MPI_Test",
-        )?;
-        if flag != 0 {
-            return Ok(());
-        }
+    while !raw::test(req)? {
         between();
     }
+    Ok(())
 }
 
 /// Receive a whole message of unknown size from `src` with `tag`, waiting politely (a leader
@@ -188,33 +179,18 @@ fn send(comm: MPI_Comm, peer: c_int, buf: &[u8], len: u64, tag: c_int) -> Result
 
 /// Receive up to `buf.len()` bytes from `peer` with `tag` (any tag if `None`); returns the tag.
 fn recv(comm: MPI_Comm, peer: c_int, buf: &mut [u8], tag: Option<c_int>) -> Result<c_int> {
-    let mut st = raw::empty_status();
-    // SAFETY: `buf` outlives the wait; the status is written by MPI.
-    unsafe {
-        let (count, dt) = raw::byte_message_type(buf.len() as u64)?;
-        let mut req = raw::null_request();
-        check(
-            ffi::PMPI_Irecv(
-                buf.as_mut_ptr() as *mut c_void,
-                count,
-                dt.handle(),
-                peer,
-                tag.unwrap_or(ffi::RSMPI_ANY_TAG),
-                comm,
-                &mut req,
-            ),
-            "MPI_Irecv",
-        )?;
-        loop {
-            let mut flag: c_int = 0;
-            check(ffi::PMPI_Test(&mut req, &mut flag, &mut st), "MPI_Test")?;
-            if flag != 0 {
-                break;
-            }
+    let tag = tag.unwrap_or_else(raw::any_tag);
+    // SAFETY: `buf` outlives the wait below.
+    let mut req = unsafe { raw::irecv_bytes(buf.as_mut_ptr(), buf.len() as u64, peer, tag, comm)? };
+    loop {
+        if let Some(st) = raw::test_status(&mut req)? {
+            return Ok(st.MPI_TAG);
+        }
+        // SAFETY: no preconditions.
+        unsafe {
             libc::sched_yield();
         }
     }
-    Ok(st.MPI_TAG)
 }
 
 /// One small-message round trip to `peer` (seconds).
@@ -280,25 +256,12 @@ fn run_round(comm: MPI_Comm, me: u32, round: &Round) -> Result<Vec<u8>> {
 
 /// Gather every leader's result to the coordinator (sizes, then bytes; waited for politely).
 fn gather_results(comm: MPI_Comm, me: u32, n: u32, mine: &[u8]) -> Result<Vec<Vec<u8>>> {
-    let len = mine.len() as c_int;
+    // A variable, not a temporary: MPI reads it until the gather completes.
+    let len = [mine.len() as c_int];
     let mut lens = vec![0 as c_int; if me == 0 { n as usize } else { 0 }];
-    // SAFETY: collective on the leaders' communicator; buffers sized as MPI requires.
+    // SAFETY: collective on the leaders' communicator; every buffer outlives its wait.
     unsafe {
-        let mut req = raw::null_request();
-        check(
-            ffi::PMPI_Igather(
-                &len as *const c_int as *const c_void,
-                1,
-                ffi::RSMPI_INT32_T,
-                lens.as_mut_ptr() as *mut c_void,
-                1,
-                ffi::RSMPI_INT32_T,
-                0,
-                comm,
-                &mut req,
-            ),
-            "MPI_Igather",
-        )?;
+        let mut req = raw::igather(&len, &mut lens, 0, comm)?;
         wait_politely(&mut req)?;
         let mut displs = Vec::with_capacity(lens.len());
         let mut total: c_int = 0;
@@ -306,25 +269,8 @@ fn gather_results(comm: MPI_Comm, me: u32, n: u32, mine: &[u8]) -> Result<Vec<Ve
             displs.push(total);
             total += l;
         }
-        // Never hand MPI an empty Vec's dangling pointer: it is 0x1, which is MPI_IN_PLACE in
-        // Open MPI (an argument error on non-root ranks).
-        let mine: &[u8] = if mine.is_empty() { &[0] } else { mine };
         let mut all = vec![0u8; total as usize + 1];
-        check(
-            ffi::PMPI_Igatherv(
-                mine.as_ptr() as *const c_void,
-                len,
-                raw::byte_type(),
-                all.as_mut_ptr() as *mut c_void,
-                lens.as_ptr(),
-                displs.as_ptr(),
-                raw::byte_type(),
-                0,
-                comm,
-                &mut req,
-            ),
-            "MPI_Igatherv",
-        )?;
+        let mut req = raw::igatherv(mine, &mut all, &lens, &displs, 0, comm)?;
         wait_politely(&mut req)?;
         Ok(lens
             .iter()
@@ -505,27 +451,12 @@ fn decode_measurement(blob: &[u8], a: usize, b: usize) -> std::result::Result<Pa
 /// Collective over `comm`: host leaders probe and rank 0 infers the host-level tree; every
 /// other rank waits politely. The tree is returned on rank 0 only (the others get an error that
 /// [`super::discovery::acquire`] ignores, since rank 0 broadcasts its outcome).
-///
-/// # Safety
-/// `comm` must be our valid duplicate communicator.
-pub unsafe fn probe_and_infer(comm: MPI_Comm, rank: u32, hosts: &Hosts, cfg: &Config) -> Result<Topology> {
+/// `comm` is our duplicate communicator.
+pub fn probe_and_infer(comm: MPI_Comm, rank: u32, hosts: &Hosts, cfg: &Config) -> Result<Topology> {
     let leader_index = hosts.leaders.iter().position(|&l| l == rank);
     // Host h's leader must get rank h among the leaders (split keyed by communicator rank).
     debug_assert!(hosts.leaders.windows(2).all(|w| w[0] < w[1]));
-    let mut leaders: MPI_Comm = ffi::RSMPI_COMM_NULL;
-    check(
-        ffi::PMPI_Comm_split(
-            comm,
-            if leader_index.is_some() {
-                0
-            } else {
-                ffi::RSMPI_UNDEFINED
-            },
-            rank as c_int,
-            &mut leaders,
-        ),
-        "MPI_Comm_split",
-    )?;
+    let mut leaders = raw::comm_split(comm, leader_index.map(|_| 0), rank as c_int)?;
     let result = match leader_index {
         Some(me) => {
             let n = hosts.count() as u32;
@@ -540,14 +471,13 @@ pub unsafe fn probe_and_infer(comm: MPI_Comm, rank: u32, hosts: &Hosts, cfg: &Co
                     }
                 }
             };
-            ffi::PMPI_Comm_free(&mut leaders);
+            raw::comm_free(&mut leaders);
             r
         }
         None => Err(other("not a host leader")),
     };
     // Everyone meets again; non-leaders have been waiting here politely all along.
-    let mut req = raw::null_request();
-    check(ffi::PMPI_Ibarrier(comm, &mut req), "MPI_Ibarrier")?;
+    let mut req = raw::ibarrier(comm)?;
     wait_politely(&mut req)?;
     result
 }
@@ -691,10 +621,8 @@ const TAG_RING: c_int = 6;
 /// of microseconds on hosts emulated on a few shared cores. A token ring is a chain of exactly
 /// such relays, so what a hop costs beyond its path's latency is the per-message overhead the
 /// planner should charge (`PlanOptions::message_overhead_s`).
-///
-/// # Safety
-/// `comm` must be our valid duplicate communicator; every rank calls this collectively.
-pub unsafe fn ring_hop_s(comm: MPI_Comm, rank: u32, hosts: &Hosts) -> Result<Option<(f64, Vec<u32>)>> {
+/// `comm` is our duplicate communicator; every rank calls this collectively.
+pub fn ring_hop_s(comm: MPI_Comm, rank: u32, hosts: &Hosts) -> Result<Option<(f64, Vec<u32>)>> {
     let k = hosts.count().min(RING_HOSTS);
     let members: Vec<u32> = hosts.leaders[..k].to_vec();
     let mut out = None;
@@ -720,8 +648,7 @@ pub unsafe fn ring_hop_s(comm: MPI_Comm, rank: u32, hosts: &Hosts) -> Result<Opt
             out = Some((laps[laps.len() / 2] / k as f64, members.clone()));
         }
     }
-    let mut req = raw::null_request();
-    check(ffi::PMPI_Ibarrier(comm, &mut req), "MPI_Ibarrier")?;
+    let mut req = raw::ibarrier(comm)?;
     wait_politely(&mut req)?;
     Ok(out)
 }

@@ -21,7 +21,7 @@
 use super::config::{config, Config};
 use super::plans::Planner;
 use crate::error::{Error, ErrorKind, Result};
-use crate::exec::raw::{self, check};
+use crate::exec::raw;
 use crate::exec::tags::TagCodec;
 use crate::exec::LocalPlan;
 use crate::util::fasthash::FastMap;
@@ -165,10 +165,8 @@ impl CommState {
         if !self.released {
             self.released = true;
             if !mpi_finalized() {
-                // SAFETY: comm is our duplicate, freed once.
-                unsafe {
-                    ffi::PMPI_Comm_free(&mut self.comm);
-                }
+                // Our duplicate, freed once.
+                raw::comm_free(&mut self.comm);
             }
         }
     }
@@ -190,17 +188,11 @@ fn live() -> &'static Mutex<Vec<usize>> {
 }
 
 pub fn mpi_initialized() -> bool {
-    let mut f = 0;
-    // SAFETY: callable at any time.
-    unsafe { ffi::PMPI_Initialized(&mut f) };
-    f != 0
+    raw::initialized()
 }
 
 pub fn mpi_finalized() -> bool {
-    let mut f = 0;
-    // SAFETY: callable at any time.
-    unsafe { ffi::PMPI_Finalized(&mut f) };
-    f != 0
+    raw::finalized()
 }
 
 /// Copy callback: a duplicated communicator does not inherit our state (it gets its own).
@@ -277,43 +269,25 @@ fn keyval() -> Result<c_int> {
     static KEYVAL: OnceLock<std::result::Result<c_int, Error>> = OnceLock::new();
     KEYVAL
         .get_or_init(|| {
-            // SAFETY: creating keyvals and setting an attribute on MPI_COMM_SELF.
-            unsafe {
-                let mut kv: c_int = 0;
-                check(
-                    ffi::PMPI_Comm_create_keyval(Some(no_copy), Some(delete_state), &mut kv, std::ptr::null_mut()),
-                    "MPI_Comm_create_keyval",
-                )?;
-                let mut hook: c_int = 0;
-                check(
-                    ffi::PMPI_Comm_create_keyval(Some(no_copy), Some(finalize_hook), &mut hook, std::ptr::null_mut()),
-                    "MPI_Comm_create_keyval",
-                )?;
-                check(
-                    ffi::PMPI_Comm_set_attr(ffi::RSMPI_COMM_SELF, hook, std::ptr::null_mut()),
-                    "MPI_Comm_set_attr(MPI_COMM_SELF)",
-                )?;
-                Ok(kv)
-            }
+            let kv = raw::comm_create_keyval(Some(no_copy), Some(delete_state))?;
+            let hook = raw::comm_create_keyval(Some(no_copy), Some(finalize_hook))?;
+            // SAFETY: the finalize hook ignores the attribute's value.
+            unsafe { raw::comm_set_attr(raw::comm_self(), hook, std::ptr::null_mut())? };
+            Ok(kv)
         })
         .clone()
 }
 
 /// Reject communicators we cannot serve, without letting MPI invoke a fatal error handler.
 pub fn check_comm(comm: MPI_Comm) -> Result<()> {
-    // SAFETY: comparing handles, then a query on a non-null handle.
-    unsafe {
-        if comm == ffi::RSMPI_COMM_NULL {
-            return Err(Error::new(ErrorKind::Comm, "communicator is MPI_COMM_NULL"));
-        }
-        let mut inter = 0;
-        check(ffi::PMPI_Comm_test_inter(comm, &mut inter), "MPI_Comm_test_inter")?;
-        if inter != 0 {
-            return Err(Error::new(
-                ErrorKind::Comm,
-                "inter-communicators are not supported by topo_bcast",
-            ));
-        }
+    if comm == raw::comm_null() {
+        return Err(Error::new(ErrorKind::Comm, "communicator is MPI_COMM_NULL"));
+    }
+    if raw::comm_test_inter(comm)? {
+        return Err(Error::new(
+            ErrorKind::Comm,
+            "inter-communicators are not supported by topo_bcast",
+        ));
     }
     Ok(())
 }
@@ -326,17 +300,14 @@ pub fn check_comm(comm: MPI_Comm) -> Result<()> {
 /// `comm` must be a valid communicator handle or `MPI_COMM_NULL` (which has no state). The
 /// returned reference lives until the communicator is freed; callers hold it only for one call.
 pub unsafe fn lookup(comm: MPI_Comm) -> Result<Option<&'static Slot>> {
-    if comm == ffi::RSMPI_COMM_NULL {
+    if comm == raw::comm_null() {
         return Ok(None);
     }
     let kv = keyval()?;
-    let mut val: *mut c_void = std::ptr::null_mut();
-    let mut flag: c_int = 0;
-    check(
-        ffi::PMPI_Comm_get_attr(comm, kv, &mut val as *mut *mut c_void as *mut c_void, &mut flag),
-        "MPI_Comm_get_attr",
-    )?;
-    Ok((flag != 0 && !val.is_null()).then(|| &*(val as *const Slot)))
+    let val = raw::comm_get_attr(comm, kv)?;
+    // SAFETY: a value under our keyval is the Box leaked in `get_or_create`, alive until the
+    // delete callback runs.
+    Ok(val.filter(|v| !v.is_null()).map(|v| &*(v as *const Slot)))
 }
 
 /// The state of `comm`: found with one attribute query when it exists; otherwise `comm` is
@@ -366,10 +337,7 @@ pub unsafe fn get_or_create(comm: MPI_Comm) -> Result<&'static Slot> {
     let kv = keyval()?;
     let st = create(comm)?;
     let ptr = Box::into_raw(Box::new(Mutex::new(st)));
-    if let Err(e) = check(
-        ffi::PMPI_Comm_set_attr(comm, kv, ptr as *mut c_void),
-        "MPI_Comm_set_attr",
-    ) {
+    if let Err(e) = raw::comm_set_attr(comm, kv, ptr as *mut c_void) {
         drop(Box::from_raw(ptr));
         return Err(e);
     }
@@ -381,31 +349,12 @@ pub unsafe fn get_or_create(comm: MPI_Comm) -> Result<&'static Slot> {
 unsafe fn create(user: MPI_Comm) -> Result<CommState> {
     let cfg = config();
     let t0 = raw::wtime();
-    let mut dup: MPI_Comm = ffi::RSMPI_COMM_NULL;
-    check(ffi::PMPI_Comm_dup(user, &mut dup), "MPI_Comm_dup")?;
+    let dup = raw::comm_dup(user)?;
     let mut dup_guard = CommGuard(dup);
-    check(
-        ffi::PMPI_Comm_set_errhandler(dup, ffi::RSMPI_ERRORS_RETURN),
-        "MPI_Comm_set_errhandler",
-    )?;
+    raw::set_errors_return(dup)?;
     let rank = raw::comm_rank(dup)? as u32;
     let size = raw::comm_size(dup)? as u32;
-    let mut tag_ub_ptr: *mut c_int = std::ptr::null_mut();
-    let mut flag: c_int = 0;
-    check(
-        ffi::PMPI_Comm_get_attr(
-            dup,
-            ffi::MPI_TAG_UB as c_int,
-            &mut tag_ub_ptr as *mut *mut c_int as *mut c_void,
-            &mut flag,
-        ),
-        "MPI_Comm_get_attr(MPI_TAG_UB)",
-    )?;
-    let tag_ub = if flag != 0 && !tag_ub_ptr.is_null() {
-        *tag_ub_ptr
-    } else {
-        32767
-    };
+    let tag_ub = raw::tag_ub(dup)?.unwrap_or(32767);
     let planner = Planner::create(dup, rank, size, cfg)?;
     let (profile_everywhere, order) = agree(dup, rank, cfg)?;
     let profile = profile_setup(user, cfg, profile_everywhere, order);
@@ -438,27 +387,17 @@ unsafe fn create(user: MPI_Comm) -> Result<CommState> {
 /// One allreduce settles what the members of a new state must agree on: whether every rank
 /// has profiling configured, and the state's [`OrderKey`] (rank 0's proposal; the others send
 /// -1, so MAX picks it). MIN(flag) is computed as -MAX(-flag) to need a single reduction.
-unsafe fn agree(dup: MPI_Comm, rank: u32, cfg: &Config) -> Result<(bool, OrderKey)> {
+fn agree(dup: MPI_Comm, rank: u32, cfg: &Config) -> Result<(bool, OrderKey)> {
     static CREATED: std::sync::atomic::AtomicI64 = std::sync::atomic::AtomicI64::new(0);
     let flag = -(cfg.profile_path.is_some() as i64);
     let mine: [i64; 3] = if rank == 0 {
         let seq = CREATED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        [flag, raw::comm_rank(ffi::RSMPI_COMM_WORLD)? as i64, seq]
+        [flag, raw::comm_rank(raw::comm_world())? as i64, seq]
     } else {
         [flag, -1, -1]
     };
     let mut all = [0i64; 3];
-    check(
-        ffi::PMPI_Allreduce(
-            mine.as_ptr() as *const c_void,
-            all.as_mut_ptr() as *mut c_void,
-            3,
-            ffi::RSMPI_INT64_T,
-            ffi::RSMPI_MAX,
-            dup,
-        ),
-        "MPI_Allreduce",
-    )?;
+    raw::allreduce_max(&mine, &mut all, dup)?;
     Ok((all[0] == -1, (all[1], all[2])))
 }
 
@@ -473,8 +412,7 @@ fn profile_setup(user: MPI_Comm, cfg: &Config, everywhere: bool, order: OrderKey
         // the first profiled broadcast.
         crate::profile::clock::Clock::global();
     }
-    // SAFETY: reading a constant handle.
-    let is_world = user == unsafe { ffi::RSMPI_COMM_WORLD };
+    let is_world = user == raw::comm_world();
     crate::profile::CommProfile {
         enabled: everywhere,
         compare_every: cfg.profile_compare,
@@ -495,18 +433,15 @@ struct CommGuard(MPI_Comm);
 
 impl CommGuard {
     fn take(&mut self) -> MPI_Comm {
-        // SAFETY: reading an extern constant.
-        std::mem::replace(&mut self.0, unsafe { ffi::RSMPI_COMM_NULL })
+        std::mem::replace(&mut self.0, raw::comm_null())
     }
 }
 
 impl Drop for CommGuard {
     fn drop(&mut self) {
-        // SAFETY: comparing handles; freeing our own duplicate.
-        unsafe {
-            if self.0 != ffi::RSMPI_COMM_NULL {
-                ffi::PMPI_Comm_free(&mut self.0);
-            }
+        // Our own duplicate, unless taken.
+        if self.0 != raw::comm_null() {
+            raw::comm_free(&mut self.0);
         }
     }
 }
