@@ -9,8 +9,8 @@
 use crate::CliError;
 use std::path::PathBuf;
 use std::time::Duration;
+use treecast::plan::gantt::gantt_svg;
 use treecast::plan::relay::relay_routes;
-use treecast::plan::render::gantt_svg;
 use treecast::plan::{plan_detailed, range_bounds, Algorithm, PlanOptions, Planned};
 use treecast::topology::{load_file, Topology, TopologyError, VertexKind};
 use treecast::util::bytes::parse_size;

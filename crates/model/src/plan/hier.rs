@@ -111,7 +111,7 @@ pub fn unsegmented_lower_bound(model: &CostModel, root: u32) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::plan::replay::replay;
+    use crate::plan::cost_replay::replay;
     use crate::plan::{trees, Plan};
     use crate::topology::gen::{Tree, TwoClusters};
 

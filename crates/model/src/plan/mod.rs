@@ -7,19 +7,19 @@
 //! | module | what |
 //! |---|---|
 //! | [`cost`] | the [Hourai2004] cost model (reserved-rate link profiles), sequence evaluation |
-//! | [`canon`] | AHU canonical labelling, orbits (symmetry pruning) |
+//! | [`isomorphism`] | AHU canonical labelling, orbits (symmetry pruning) |
 //! | [`bound`] | lower bounds on broadcast schedules |
 //! | [`optimal`] | branch and bound: proven-optimal unsegmented schedules |
 //! | [`greedy`] | earliest-completion greedy with look-ahead |
 //! | [`relay`] | the relay hierarchy ([Takizawa2009]), depth-first orders, relay routes |
 //! | [`hier`] | hierarchical per-switch planning |
 //! | [`pipeline`] | segmented plans: chains, two-trees, pipelined trees; segment counts |
-//! | [`replay`] | predicted time of any plan under the cost model |
+//! | [`cost_replay`] | predicted time of any plan under the cost model |
 //! | [`registry`] | every algorithm by name: parameters, family, help; `Algorithm` |
 //! | [`choose`] | `plan_broadcast`: candidates, one predictor, ranking |
 //! | [`local`] | planning at scale: analytic choice among trees, one rank's own ops |
 //! | [`orbits`] | ranks the network cannot tell apart (choices shared across roots) |
-//! | [`render`] | Gantt chart of a plan |
+//! | [`gantt`] | Gantt chart of a plan |
 //! | [`baselines`] | the MPI libraries' broadcast algorithms as plans (the baselines to beat) |
 //!
 //! The `Plan` type itself lives in [`crate::schedule`] (re-exported here), so the simulator
@@ -27,20 +27,20 @@
 
 pub mod baselines;
 pub mod bound;
-pub mod canon;
 pub mod choose;
 pub mod cost;
+pub mod cost_replay;
 mod error;
+pub mod gantt;
 pub mod greedy;
 pub mod hier;
+pub mod isomorphism;
 pub mod local;
 pub mod optimal;
 pub mod orbits;
 pub mod pipeline;
 pub mod registry;
 pub mod relay;
-pub mod render;
-pub mod replay;
 pub mod trees;
 
 pub use crate::schedule::{

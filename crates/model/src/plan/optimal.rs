@@ -7,7 +7,7 @@
 //! * the incumbent: a strong heuristic schedule ([`super::greedy`]) before the search starts,
 //!   improved whenever a better complete schedule is found;
 //! * lower bounds ([`super::bound`]): per-rank path bounds, unit doubling and unit entry bounds;
-//! * symmetry (RCut and SCut of [Hourai2004]) via AHU labelling ([`super::canon`]): vertices are
+//! * symmetry (RCut and SCut of [Hourai2004]) via AHU labelling ([`super::isomorphism`]): vertices are
 //!   labelled with their kind, the parameters of the link to their parent, and their state —
 //!   when a rank can send (holders) and the reserved profiles of the link to the parent from the
 //!   last start on. Senders are taken one per orbit of the automorphisms of that labelled tree
@@ -29,10 +29,10 @@
 //! so far (always valid, possibly different on a slower machine, reported as not proven).
 
 use super::bound::{BoundScratch, Bounds};
-use super::canon::{Labeller, Root};
 use super::cost::{earliest_start, Candidate, CostModel, Placement, Profile, Route, Timeline, Transfer};
 use super::error::PlanningError;
 use super::greedy;
+use super::isomorphism::{Labeller, Root};
 use crate::topology::{Topology, VertexKind};
 use std::collections::HashMap;
 use std::time::{Duration, Instant};

@@ -8,10 +8,10 @@
 //! generated two-level tree every rank is in one orbit; on a real machine, ranks on identical
 //! hosts under identical switches are.
 //!
-//! Computed with the AHU labelling of [`super::canon`] rooted at the tree's centroid (which
+//! Computed with the AHU labelling of [`super::isomorphism`] rooted at the tree's centroid (which
 //! every automorphism fixes), in O(vertices) plus a sort of the distinct link parameters.
 
-use super::canon::Labeller;
+use super::isomorphism::Labeller;
 use crate::topology::Topology;
 use std::collections::HashMap;
 

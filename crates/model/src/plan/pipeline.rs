@@ -472,7 +472,7 @@ pub fn segment_count(bytes: u64, depth: usize, bw: f64, trees: u32, overhead: f6
 mod tests {
     use super::*;
     use crate::plan::cost::CostModel;
-    use crate::plan::replay::replay;
+    use crate::plan::cost_replay::replay;
     use crate::topology::gen::Tree as GenTree;
 
     #[test]

@@ -18,19 +18,19 @@
 //! [`MatrixProber`] (a measured RTT matrix), and the MPI prober (in the MPI-facing part of the
 //! crate), all obeying the contract documented on [`Prober`].
 
+mod dump;
 mod ledger;
 mod matrix;
 mod noise;
 mod protocol;
-mod replay;
 mod rounds;
 mod sim;
 
+pub use dump::{DumpError, DumpFault, ProbeDump, ReplayProber, DUMP_VERSION};
 pub use ledger::{ProbeLedger, ProbeStats};
 pub use matrix::MatrixProber;
 pub use noise::{LoadedHost, NoiseFault, NoiseModel, NoiseSpec, NoiseSpecError, Outliers};
 pub use protocol::{ping_pair, PairMeasurement, PingSpec};
-pub use replay::{DumpError, DumpFault, ProbeDump, ReplayProber, DUMP_VERSION};
 pub use rounds::{check_round, matching_rounds, round_robin_rounds};
 pub use sim::{bandwidth_shares, host_vertices, SimProber};
 

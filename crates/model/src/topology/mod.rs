@@ -648,7 +648,6 @@ mod tests {
         assert!(b.build().unwrap_err().to_string().contains("rank 0 is missing"));
     }
 }
-mod canon;
 mod decimal;
 pub mod dot;
 pub mod gen;
@@ -658,12 +657,13 @@ pub mod io;
 pub mod json;
 mod jsontext;
 pub mod mpich_coords;
+mod normal_form;
 pub mod rtt_csv;
 pub mod slurm;
 pub mod text;
-pub use canon::{CanonicalForm, CanonicalLink};
 pub use groups::groups_string;
 pub use io::{load_file, save_file, Format, RttMatrix};
+pub use normal_form::{CanonicalForm, CanonicalLink};
 
 #[cfg(test)]
 mod io_tests;

@@ -41,9 +41,9 @@ pub use predict::{planning_sim_options, Predictor};
 pub use rank::{BASELINE_MARGIN, PREDICT_MESSAGE_LIMIT, SIMULATED_FAMILIES};
 
 use super::cost::CostModel;
+use super::cost_replay::SegTransfer;
 use super::error::PlanningError;
 use super::registry::Algorithm;
-use super::replay::SegTransfer;
 use super::Plan;
 use crate::topology::Topology;
 use predict::PlanPredictor;

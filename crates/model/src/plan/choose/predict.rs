@@ -9,13 +9,13 @@
 //!
 //! Which model: the flow simulator ([`crate::sim::simulate_plan`], non-blocking sends as
 //! `exec` issues them, options [`planning_sim_options`]); the [Hourai2004] cost-model replay
-//! ([`crate::plan::replay`]) stands in if the simulator fails, or always with
+//! ([`crate::plan::cost_replay`]) stands in if the simulator fails, or always with
 //! [`Predictor::CostModel`]; and a candidate's analytic estimate
 //! ([`crate::plan::pipeline::Estimator`]) when the plan is too large for either, or not worth
 //! simulating. Each prediction says which produced it.
 
 use crate::plan::cost::CostModel;
-use crate::plan::replay::{replay, SegTransfer};
+use crate::plan::cost_replay::{replay, SegTransfer};
 use crate::plan::{Plan, SegRange};
 use crate::topology::Topology;
 

@@ -26,7 +26,7 @@ use super::candidates::Candidate;
 use super::predict::{PlanPredictor, Prediction};
 use super::Evaluated;
 use crate::plan::baselines::Baseline;
-use crate::plan::replay::SegTransfer;
+use crate::plan::cost_replay::SegTransfer;
 use crate::plan::Plan;
 use crate::topology::Topology;
 

@@ -1,6 +1,6 @@
 //! Pictures and reports of a plan: a per-rank Gantt chart (SVG) of its predicted messages.
 
-use super::replay::SegTransfer;
+use super::cost_replay::SegTransfer;
 use super::Plan;
 use crate::util::svg::{fmt_time, ticks, Stroke, Svg};
 
@@ -102,7 +102,7 @@ pub fn gantt_svg(plan: &Plan, timing: &[SegTransfer], title: &str) -> String {
 mod tests {
     use super::*;
     use crate::plan::cost::CostModel;
-    use crate::plan::replay::replay;
+    use crate::plan::cost_replay::replay;
     use crate::plan::trees;
     use crate::topology::gen::Star;
 
