@@ -10,7 +10,7 @@
 //! | module | what |
 //! |---|---|
 //! | [`candidates`] | the plans considered: optimal, greedy, trees, segmented families at their segment counts |
-//! | [`predict`] | [`PlanPredictor`](predict::PlanPredictor), the one interface every predicted time goes through (simulator, cost-model replay, analytic estimate) |
+//! | [`predict`] | [`PlanPredictor`], the one interface every predicted time goes through (simulator, cost-model replay, analytic estimate) |
 //! | [`rank`] | which candidates are worth simulating, the MPI baselines beside them, the choice |
 //!
 //! This file holds the options, the report types and [`plan_detailed`], which runs the three
@@ -37,7 +37,7 @@ pub mod predict;
 pub mod rank;
 
 pub use candidates::{segment_counts, AUTO_GREEDY_MAX_RANKS, AUTO_NODE_LIMIT, AUTO_OPTIMAL_MAX_RANKS};
-pub use predict::{planning_sim_options, Predictor};
+pub use predict::{planning_sim_options, PlanPredictor, Prediction, Predictor};
 pub use rank::{BASELINE_MARGIN, PREDICT_MESSAGE_LIMIT, SIMULATED_FAMILIES};
 
 use super::cost::CostModel;
@@ -46,7 +46,6 @@ use super::error::PlanningError;
 use super::registry::Algorithm;
 use super::Plan;
 use crate::topology::Topology;
-use predict::PlanPredictor;
 use std::time::{Duration, Instant};
 
 /// Options of [`plan_broadcast`].

@@ -43,18 +43,18 @@ pub fn planning_sim_options(overhead_s: f64) -> crate::sim::SimOptions {
 
 /// A predicted completion time and where it came from.
 #[derive(Clone, Debug)]
-pub(super) struct Prediction {
-    pub(super) time_s: f64,
+pub struct Prediction {
+    pub time_s: f64,
     /// `simulator`, `cost-model`, `analytic`, or a lower bound's label (see
     /// [`super::Evaluated::by`]).
-    pub(super) by: &'static str,
+    pub by: &'static str,
     /// The predicted timing of every message, when the predictor ran the plan.
-    pub(super) timing: Option<Vec<SegTransfer>>,
+    pub timing: Option<Vec<SegTransfer>>,
 }
 
 impl Prediction {
     /// A time known without running the plan: an analytic estimate or a lower bound.
-    pub(super) fn without_timing(time_s: f64, by: &'static str) -> Prediction {
+    pub fn without_timing(time_s: f64, by: &'static str) -> Prediction {
         Prediction {
             time_s,
             by,
@@ -64,8 +64,9 @@ impl Prediction {
 }
 
 /// The chooser's model of one (topology, message size, per-message overhead), through which
-/// every plan's time is predicted.
-pub(super) struct PlanPredictor<'a> {
+/// every plan's time is predicted. `overhead` is the per-message CPU time in seconds, `kind`
+/// which model runs plans ([`Predictor`]).
+pub struct PlanPredictor<'a> {
     topo: &'a Topology,
     model: &'a CostModel<'a>,
     bytes: u64,
@@ -74,7 +75,7 @@ pub(super) struct PlanPredictor<'a> {
 }
 
 impl<'a> PlanPredictor<'a> {
-    pub(super) fn new(
+    pub fn new(
         topo: &'a Topology,
         model: &'a CostModel<'a>,
         bytes: u64,
@@ -91,19 +92,19 @@ impl<'a> PlanPredictor<'a> {
     }
 
     /// The analytic estimate of a candidate not worth (or too large) to run.
-    pub(super) fn analytic(&self, estimate: f64) -> Prediction {
+    pub fn analytic(&self, estimate: f64) -> Prediction {
         Prediction::without_timing(estimate, "analytic")
     }
 
     /// Predicted time of `plan`, which predictor produced it, and the predicted timing of its
     /// messages. `estimate` stands in should neither the simulator nor the replay run it.
-    pub(super) fn predict(&self, plan: &Plan, estimate: Option<f64>) -> Prediction {
+    pub fn predict(&self, plan: &Plan, estimate: Option<f64>) -> Prediction {
         self.predict_with(self.kind, plan, estimate)
     }
 
     /// The timing of every message of the chosen `plan`, by the model that predicted it (`by`):
     /// the simulator's if it did, else the cost-model replay's; empty if neither runs it.
-    pub(super) fn timing(&self, plan: &Plan, by: &str) -> Vec<SegTransfer> {
+    pub fn timing(&self, plan: &Plan, by: &str) -> Vec<SegTransfer> {
         if by == "simulator" {
             self.predict_with(Predictor::Auto, plan, None)
                 .timing
