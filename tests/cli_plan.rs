@@ -200,3 +200,73 @@ fn every_printed_name_can_be_passed_back() {
         "{out}"
     );
 }
+
+/// Above 512 ranks `auto` plans as the runtime does (the local planner, analytic estimates):
+/// the printed plan is the one the runtime would run, its name builds the same plan when passed
+/// back, and the whole plan is printed (every rank receives).
+#[test]
+fn auto_on_a_large_communicator_is_the_runtimes_local_plan() {
+    let dir = std::env::temp_dir().join(format!("treecast-cli-plan-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let topo = dir.join("t1024.json");
+    let topo = topo.to_str().unwrap();
+    let (code, _, err) = treecast(&[
+        "topology",
+        "generate",
+        "--family",
+        "two-level",
+        "--hosts-per-switch",
+        "16",
+        "--switches",
+        "16",
+        "--ranks-per-host",
+        "4",
+        "--oversubscription",
+        "4",
+        "-o",
+        topo,
+    ]);
+    assert_eq!(code, 0, "{err}");
+    for bytes in ["1KiB", "4MiB"] {
+        let (code, out, err) = treecast(&[
+            "plan",
+            "--topology",
+            topo,
+            "--bytes",
+            bytes,
+            "--root",
+            "77",
+            "--format",
+            "json",
+        ]);
+        assert_eq!(code, 0, "{err}");
+        let v: serde_json::Value = serde_json::from_str(&out).expect("json");
+        assert_eq!(v["ranks"], 1024);
+        assert_eq!(v["predicted_by"], "analytic", "{bytes}");
+        let candidates = v["candidates"].as_array().unwrap();
+        assert!(candidates.iter().all(|c| c["predicted_by"] == "analytic"), "{bytes}");
+        assert!(v["predicted_time_s"].as_f64().unwrap() >= v["lower_bound_s"].as_f64().unwrap());
+        let name = v["algorithm"].as_str().unwrap().to_string();
+        let relays = v["relays"].as_array().unwrap();
+        assert_eq!(relays.len(), 1023, "{bytes}: every rank but the root receives");
+        // The name, forced, rebuilds a plan of the same size.
+        let (code, out, err) = treecast(&[
+            "plan",
+            "--topology",
+            topo,
+            "--bytes",
+            bytes,
+            "--root",
+            "77",
+            "--algorithm",
+            &name,
+            "--format",
+            "json",
+        ]);
+        assert_eq!(code, 0, "{name}: {err}");
+        let again: serde_json::Value = serde_json::from_str(&out).expect("json");
+        assert_eq!(again["algorithm"].as_str().unwrap(), name);
+        assert_eq!(again["messages"], v["messages"], "{name}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -194,7 +194,8 @@ fn rust_example_runs() {
 
 /// Topology-aware plans over real MPI: 9 ranks as 9 virtual hosts below 3 leaf switches with
 /// slow uplinks (a file, so the plans are the chooser's relay / chain / segmented choices for a
-/// real oversubscribed tree), and 12 ranks as 6 probed virtual hosts of 2 ranks. Correctness
+/// real oversubscribed tree), the same planned rank by rank as communicators above 512 ranks
+/// are, and 12 ranks as 6 probed virtual hosts of 2 ranks. Correctness
 /// must not depend on the tree, so both are compared byte for byte with MPI_Bcast for every root.
 #[test]
 fn topology_aware_plans_match_mpi_bcast() {
@@ -222,6 +223,23 @@ fn topology_aware_plans_match_mpi_bcast() {
     assert!(
         stderr.contains("topology-aware auto"),
         "plans were not topology-aware:\n{stderr}"
+    );
+
+    // The same with the planning of large communicators (above 512 ranks: each rank builds
+    // only its own ops from the chosen trees), which no machine here could otherwise run.
+    let env = [
+        ("TREECAST_TIMEOUT", "120"),
+        ("TREECAST_VIRTUAL_HOSTS", "1"),
+        ("TREECAST_TOPOLOGY", conf.to_str().unwrap()),
+        ("TREECAST_LOCAL_PLAN_ABOVE", "4"),
+        ("TREECAST_LOG", "info"),
+    ];
+    let out = mpirun(9, &example("check_bcast"), &args, &env, 1500);
+    assert_ok(&out, cases.len(), "match on 9 ranks planned rank by rank");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("each rank plans only its own part"),
+        "the local planner did not plan:\n{stderr}"
     );
 
     let env = [

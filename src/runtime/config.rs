@@ -19,6 +19,7 @@
 //! | `TREECAST_PROFILE_COMPARE` | with profiling, every Nth call also times `MPI_Bcast` on the same data | unset |
 //! | `TREECAST_TAG_UB` | testing: use at most this tag bound (at least 32767, as the MPI standard guarantees), so tests can drive the tag sequence through a wrap in a few hundred calls | `MPI_TAG_UB` |
 //! | `TREECAST_VIRTUAL_HOSTS` | testing: pretend every N consecutive ranks form one host named `vhostK` | unset |
+//! | `TREECAST_LOCAL_PLAN_ABOVE` | testing: communicators of more than N ranks plan each rank's part alone (`plan::local`), so that path runs under real MPI on a few ranks; must be the same on every rank | `512` |
 //! | `TREECAST_INTERCEPT` | interposer (`libtreecast_preload.so`) only: `0` leaves `MPI_Bcast` to the MPI library and only profiles it | `1` |
 
 use std::sync::OnceLock;
@@ -51,6 +52,10 @@ pub struct Config {
     pub tag_ub: Option<i32>,
     /// Testing knob: group ranks into virtual hosts of this many consecutive ranks.
     pub virtual_hosts: Option<u32>,
+    /// Communicators of more than this many ranks are planned by `plan::local`
+    /// (`TREECAST_LOCAL_PLAN_ABOVE`; a testing knob, default
+    /// `plan::local::FULL_CHOOSER_MAX_RANKS`).
+    pub local_plan_above: usize,
     /// Whether the `LD_PRELOAD` interposer serves `MPI_Bcast` itself (`TREECAST_INTERCEPT`).
     pub intercept: bool,
 }
@@ -176,6 +181,15 @@ impl Config {
                 }
             }),
             virtual_hosts: var("TREECAST_VIRTUAL_HOSTS").and_then(|v| v.parse().ok().filter(|&n: &u32| n > 0)),
+            local_plan_above: var("TREECAST_LOCAL_PLAN_ABOVE").map_or(
+                crate::plan::local::FULL_CHOOSER_MAX_RANKS,
+                |v| {
+                    v.parse().unwrap_or_else(|_| {
+                        log::warn!("TREECAST_LOCAL_PLAN_ABOVE={v:?} is not a number of ranks; using 512");
+                        crate::plan::local::FULL_CHOOSER_MAX_RANKS
+                    })
+                },
+            ),
             intercept: var("TREECAST_INTERCEPT")
                 .map(|v| parse_switch("TREECAST_INTERCEPT", &v))
                 .unwrap_or(true),

@@ -4,7 +4,8 @@
 //! message size is wrong must still be able to compute the root's plan to take part in error
 //! mode), so every input here is identical across ranks and every planner is deterministic.
 //!
-//! Communicators of more than [`plan::local::FULL_CHOOSER_MAX_RANKS`] ranks choose `auto` plans
+//! Communicators of more than [`plan::local::FULL_CHOOSER_MAX_RANKS`] ranks (`TREECAST_LOCAL_PLAN_ABOVE`
+//! in tests) choose `auto` plans
 //! with [`plan::local`]: every rank computes only its own ops (milliseconds at thousands of
 //! ranks, memory for its own ops), where the full chooser builds and simulates every rank's
 //! (about half a second per (root, size class) at 4,096 ranks). The full plan of such a
@@ -34,6 +35,9 @@ pub struct Planner {
     /// The local planner of large communicators (made on first use): choices shared by the
     /// roots of one orbit.
     local: std::sync::OnceLock<plan::local::LocalPlanner>,
+    /// Communicators of more ranks than this are planned by the local planner
+    /// ([`Config::local_plan_above`]).
+    local_above: usize,
 }
 
 /// Segments for a message of `bytes` cut at `seg` bytes (`TREECAST_SEGMENT`, already at least
@@ -86,6 +90,12 @@ impl Planner {
                 crate::exec::raw::wtime() - t0
             ),
         }
+        if rank == 0 && topology.is_some() && size as usize > cfg.local_plan_above {
+            log::info!(
+                "treecast: {size} ranks (more than {}): each rank plans only its own part",
+                cfg.local_plan_above
+            );
+        }
         Ok(Planner {
             nranks: size,
             topology,
@@ -94,6 +104,7 @@ impl Planner {
             segment_bytes: cfg.segment_bytes,
             message_overhead_s,
             local: std::sync::OnceLock::new(),
+            local_above: cfg.local_plan_above,
         })
     }
 
@@ -145,7 +156,7 @@ impl Planner {
     }
 
     /// The local planner's choice (module docs) when it plans this communicator: `auto` (no
-    /// algorithm or segment size forced) on more than `FULL_CHOOSER_MAX_RANKS` ranks; `None`
+    /// algorithm or segment size forced) on more than `local_above` ranks; `None`
     /// when the full chooser does. Inside, `None` (with a warning) when it fails or its plan
     /// could not run (more segments than the class allows, trees that do not span), and the
     /// caller falls back to the topology-agnostic plan as for the full chooser.
@@ -156,9 +167,7 @@ impl Planner {
         class: u8,
         algo: plan::Algorithm,
     ) -> Option<Option<plan::local::LocalChoice>> {
-        let local = algo == plan::Algorithm::Auto
-            && self.segment_bytes.is_none()
-            && t.num_ranks() > plan::local::FULL_CHOOSER_MAX_RANKS;
+        let local = algo == plan::Algorithm::Auto && self.segment_bytes.is_none() && t.num_ranks() > self.local_above;
         if !local {
             return None;
         }
@@ -350,6 +359,7 @@ mod tests {
             segment_bytes: None,
             message_overhead_s: None,
             local: Default::default(),
+            local_above: crate::plan::local::FULL_CHOOSER_MAX_RANKS,
         }
     }
 

@@ -7,14 +7,27 @@
 
 use super::store::Store;
 use super::tree::WorkTree;
-use crate::util::fasthash::FastMap;
 
-/// Usable measurements between hosts of the tree: (vertex a, vertex b, one-way distance).
+/// Usable measurements between hosts of the tree: (vertex a, vertex b, one-way distance), for
+/// each pair `a < b` in the order of `a`, then of `b`'s first measurement with `a`.
+///
+/// Walks the measured partners of the tree's hosts rather than every pair measured: inference
+/// grows dozens of trees at once (one per block of hosts) and refits each of them every round,
+/// and scanning the whole store for each made this a third of inference's time at 2,048 hosts.
 pub(crate) fn usable(t: &WorkTree, s: &Store) -> Vec<(usize, usize, f64)> {
-    s.pairs()
-        .filter(|&(a, b, _)| !s.is_bad(a, b))
-        .filter_map(|(a, b, o)| Some((t.vertex_of(a)?, t.vertex_of(b)?, o.d)))
-        .collect()
+    let mut out = Vec::new();
+    for a in t.hosts() {
+        let Some(va) = t.vertex_of(a) else { continue };
+        for &b in s.partners(a) {
+            let Some(vb) = t.vertex_of(b).filter(|_| b > a && !s.is_bad(a, b)) else {
+                continue;
+            };
+            if let Some(o) = s.get(a, b) {
+                out.push((va, vb, o.d));
+            }
+        }
+    }
+    out
 }
 
 /// Non-negative least squares of all link lengths against the usable measurements, excluding
@@ -49,18 +62,22 @@ pub(crate) fn fit_lengths_weighted(t: &mut WorkTree, obs: &[(usize, usize, f64, 
     if m == 0 {
         return;
     }
-    let index: FastMap<usize, usize> = links.iter().enumerate().map(|(i, &v)| (v, i)).collect();
+    let mut index = vec![usize::MAX; links.iter().max().map_or(0, |&v| v + 1)];
+    for (i, &v) in links.iter().enumerate() {
+        index[v] = i;
+    }
     let mut x: Vec<f64> = links.iter().map(|&v| t.len(v)).collect();
     let x0 = x.clone();
     // Each observation's links, each link's observations, and the diagonal of the normal matrix.
     let mut by_link: Vec<Vec<usize>> = vec![Vec::new(); m];
     let mut diag = vec![0.0f64; m];
     let mut resid: Vec<f64> = Vec::with_capacity(obs.len());
+    let mut path = Vec::new();
     for (k, &(a, b, d, w)) in obs.iter().enumerate() {
         let mut fitted = 0.0;
-        for p in t.path(a, b).windows(2) {
-            let (u, v) = (p[0].0, p[1].0);
-            let i = index[&if t.parent(u) == Some(v) { u } else { v }];
+        t.path_links(a, b, &mut path);
+        for &v in &path {
+            let i = index[v];
             by_link[i].push(k);
             diag[i] += w;
             fitted += x[i];

@@ -245,6 +245,27 @@ impl WorkTree {
         out
     }
 
+    /// The links on the path from `u` to `v`, each named by its lower (child) vertex, in path
+    /// order (up from `u` to the common ancestor, then down to `v`), written into `out`
+    /// (cleared first). [`Self::path`] without its allocations or distances, for the
+    /// least-squares fit that walks every measured path each round.
+    pub fn path_links(&self, u: usize, v: usize, out: &mut Vec<usize>) {
+        out.clear();
+        let w = self.lca(u, v);
+        let mut x = u;
+        while x != w {
+            out.push(x);
+            x = self.parent[x].unwrap();
+        }
+        let up = out.len();
+        let mut y = v;
+        while y != w {
+            out.push(y);
+            y = self.parent[y].unwrap();
+        }
+        out[up..].reverse();
+    }
+
     /// The point at distance `g` from `u` along the path to `v` (clamped into the path), snapped
     /// to the nearest *switch* on the path when it lies within `tol` of it. Hosts are never
     /// branch points: a point near a host stays on its link.

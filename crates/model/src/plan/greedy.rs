@@ -16,7 +16,7 @@
 use super::bound::unit_root;
 use super::cost::{Candidate, CostModel, Placement, Route, Timeline};
 use crate::topology::Topology;
-use std::collections::HashMap;
+use crate::util::fasthash::FastMap;
 
 /// Up to this many ranks every holder is tried as a sender.
 pub const ALL_SENDERS_UP_TO: usize = 256;
@@ -52,8 +52,8 @@ struct Groups {
 
 fn groups(topo: &Topology, ranks: &[u32]) -> Groups {
     let m = ranks.len();
-    let mut unit_index: HashMap<usize, u32> = HashMap::new();
-    let mut key_to_group: HashMap<(u32, u64, u64, u64, u64, u8), u32> = HashMap::new();
+    let mut unit_index: FastMap<usize, u32> = FastMap::default();
+    let mut key_to_group: FastMap<(u32, u64, u64, u64, u64, u8), u32> = FastMap::default();
     let mut group_of = vec![0u32; m];
     let mut unit_of = vec![0u32; m];
     let mut members: Vec<Vec<u32>> = Vec::new();
@@ -136,7 +136,7 @@ impl<'m, 't> Greedy<'m, 't> {
         let m = ranks.len();
         let mut nres = model.num_resources();
         let routes = (m <= ALL_SENDERS_UP_TO).then(|| {
-            let mut local: HashMap<u32, u32> = HashMap::new();
+            let mut local: FastMap<u32, u32> = FastMap::default();
             let mut v = Vec::with_capacity(m * m);
             for &s in &ranks {
                 for &r in &ranks {

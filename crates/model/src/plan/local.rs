@@ -33,7 +33,7 @@
 //! algorithm's name is the registry's, so `treecast plan --algorithm NAME` rebuilds it.
 
 use super::error::PlanningError;
-use super::hier::dfs_binomial;
+use super::hier::{dfs_binomial, GroupSchedules};
 use super::orbits::RankOrbits;
 use super::pipeline::{
     dfs_chain, host_two_trees_on, k_chains, local_ops_from_trees, plan_from_trees, Estimator, HostScheme, Tree,
@@ -153,13 +153,24 @@ impl Shape {
     }
 
     /// Its trees for a broadcast of `bytes` from `root` (`hierarchy` built for `root` on first
-    /// need).
-    fn trees(self, topo: &Topology, root: u32, bytes: u64, hierarchy: &mut Option<Hierarchy>) -> Vec<Tree> {
+    /// need; the hierarchical tree's group schedules from `groups` when given).
+    fn trees(
+        self,
+        topo: &Topology,
+        root: u32,
+        bytes: u64,
+        hierarchy: &mut Option<Hierarchy>,
+        groups: Option<&GroupSchedules>,
+    ) -> Vec<Tree> {
         match self {
             Shape::DfsBinomial => vec![dfs_binomial(topo, root)],
             Shape::Hier => {
                 let h = hierarchy.get_or_insert_with(|| Hierarchy::new(topo, root));
-                vec![super::hier::hier_tree_on(&super::cost::CostModel::new(topo, bytes), h)]
+                vec![super::hier::hier_tree_with(
+                    &super::cost::CostModel::new(topo, bytes),
+                    h,
+                    groups,
+                )]
             }
             Shape::DfsChain => vec![dfs_chain(topo, root)],
             Shape::TwoTree(hosts) => {
@@ -174,7 +185,7 @@ impl Shape {
 /// The fastest candidate (module docs) for a broadcast of `bytes` from `root`, by the analytic
 /// estimate with per-message overhead `overhead_s`.
 pub fn choose(topo: &Topology, root: u32, bytes: u64, overhead_s: f64) -> Result<LocalChoice, PlanningError> {
-    Ok(choose_shape(topo, root, bytes, overhead_s)?.0)
+    Ok(choose_shape(topo, root, bytes, overhead_s, None)?.0)
 }
 
 /// Checks the inputs; the choice for trivial broadcasts (one rank, nothing to send), if this
@@ -210,12 +221,14 @@ fn trivial(
     Ok((none, overhead))
 }
 
-/// [`choose`], and the shape chosen (`None` for a trivial broadcast).
+/// [`choose`], and the shape chosen (`None` for a trivial broadcast); group schedules from
+/// `groups` when given.
 fn choose_shape(
     topo: &Topology,
     root: u32,
     bytes: u64,
     overhead_s: f64,
+    groups: Option<&GroupSchedules>,
 ) -> Result<(LocalChoice, Option<Shape>), PlanningError> {
     let (none, overhead) = trivial(topo, root, bytes, overhead_s)?;
     if let Some(c) = none {
@@ -225,7 +238,7 @@ fn choose_shape(
     // (shape, trees, segments, predicted time), in candidate order.
     let mut cands: Vec<(Shape, Vec<Tree>, u32, f64)> = Vec::new();
     for shape in Shape::candidates(topo.num_ranks(), bytes) {
-        let trees = shape.trees(topo, root, bytes, &mut hierarchy);
+        let trees = shape.trees(topo, root, bytes, &mut hierarchy, groups);
         let est = Estimator::new(topo, root, &trees, overhead);
         let time = |s: u32| est.at(s, bytes).max(est.link_bound(s, bytes));
         let counts = if shape.segmented() {
@@ -285,6 +298,9 @@ pub struct LocalPlanner {
     orbits: RankOrbits,
     /// (representative, bytes, overhead bits) -> (shape, segments, predicted, evaluated).
     chosen: std::sync::Mutex<std::collections::HashMap<(u32, u64, u64), Chosen>>,
+    /// The hierarchical tree's group schedules, shared by every root (most groups do not
+    /// contain the root and schedule alike for all of them).
+    groups: GroupSchedules,
 }
 
 /// A cached choice: `None` shape for a trivial broadcast.
@@ -296,6 +312,7 @@ impl LocalPlanner {
         LocalPlanner {
             orbits: RankOrbits::new(topo),
             chosen: Default::default(),
+            groups: GroupSchedules::default(),
         }
     }
 
@@ -323,7 +340,7 @@ impl LocalPlanner {
         let (shape, nsegs, predicted, evaluated) = match cached {
             Some(c) => c,
             None => {
-                let (c, shape) = choose_shape(topo, rep, bytes, overhead)?;
+                let (c, shape) = choose_shape(topo, rep, bytes, overhead, Some(&self.groups))?;
                 self.lock()
                     .insert(key, (shape, c.nsegs, c.predicted_s, c.evaluated.clone()));
                 if rep == root {
@@ -342,7 +359,7 @@ impl LocalPlanner {
             root,
             bytes,
             nsegs,
-            trees: shape.trees(topo, root, bytes, &mut None),
+            trees: shape.trees(topo, root, bytes, &mut None, Some(&self.groups)),
             predicted_s: predicted.max(lower_bound_s),
             lower_bound_s,
             evaluated,

@@ -25,7 +25,7 @@ use super::Plan;
 use crate::topology::{Topology, VertexId, VertexKind};
 
 /// What a group is.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum GroupKind {
     Switch,
     Host,
