@@ -94,6 +94,7 @@ mod sealed {
     impl Sealed for i32 {}
     impl Sealed for i64 {}
     impl Sealed for u8 {}
+    impl Sealed for f64 {}
 }
 
 macro_rules! elements {
@@ -111,6 +112,7 @@ elements! {
     i32 = RSMPI_INT32_T;
     i64 = RSMPI_INT64_T;
     u8 = RSMPI_UINT8_T;
+    f64 = RSMPI_DOUBLE;
 }
 
 /// `len` as an MPI count.
@@ -546,6 +548,27 @@ pub fn bcast<T: Element>(buf: &mut [T], root: c_int, comm: MPI_Comm) -> Result<(
         unsafe { ffi::PMPI_Bcast(buf.as_mut_ptr() as *mut c_void, count, T::datatype(), root, comm) },
         "MPI_Bcast",
     )
+}
+
+/// `MPI_Bcast` of a caller's buffer and datatype, returning MPI's code (the library route's hot
+/// path and the profiler's comparisons: the caller turns codes into errors as it needs).
+///
+/// # Safety
+/// As `MPI_Bcast`: `buf` holds `count` elements of `datatype`, valid handles.
+#[inline(always)]
+pub unsafe fn bcast_user(buf: *mut c_void, count: c_int, datatype: MPI_Datatype, root: c_int, comm: MPI_Comm) -> c_int {
+    ffi::PMPI_Bcast(buf, count, datatype, root, comm)
+}
+
+/// Whether `datatype` is a predefined (named) datatype, one that is never freed; `false` when
+/// MPI cannot tell (an invalid handle).
+///
+/// # Safety
+/// `datatype` is a datatype handle (MPI checks its validity).
+pub unsafe fn is_named(datatype: MPI_Datatype) -> bool {
+    let (mut ni, mut na, mut nd, mut combiner) = (0, 0, 0, 0);
+    ffi::PMPI_Type_get_envelope(datatype, &mut ni, &mut na, &mut nd, &mut combiner) == ffi::MPI_SUCCESS as c_int
+        && combiner == COMBINER_NAMED
 }
 
 /// Every rank's `send` concatenated in rank order into `recv` (collective; `recv` holds

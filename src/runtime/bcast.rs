@@ -117,7 +117,7 @@ pub unsafe fn bcast_with(
             // Every rank succeeded, so sizes agree: time MPI_Bcast on the same (now identical)
             // data.
             let m0 = crate::exec::raw::wtime();
-            let rc = mpi::ffi::PMPI_Bcast(buf, count as std::os::raw::c_int, datatype, root, st.comm);
+            let rc = crate::exec::raw::bcast_user(buf, count as std::os::raw::c_int, datatype, root, st.comm);
             let m1 = crate::exec::raw::wtime();
             if rc == mpi::ffi::MPI_SUCCESS as std::os::raw::c_int {
                 profile::record_compare(&mut st.profile, &pending, topo_s, m1 - m0);
@@ -180,20 +180,8 @@ unsafe fn routed(
 fn decide(st: &mut CommState, root: u32, class: u8) -> Result<()> {
     let mine = st.selection(root, class).medians();
     let mut worst = [0.0f64; 2];
-    // SAFETY: collective on our duplicate, reached by every rank at the same call.
-    unsafe {
-        crate::exec::raw::check(
-            mpi::ffi::PMPI_Allreduce(
-                mine.as_ptr() as *const c_void,
-                worst.as_mut_ptr() as *mut c_void,
-                2,
-                mpi::ffi::RSMPI_DOUBLE,
-                mpi::ffi::RSMPI_MAX,
-                st.comm,
-            ),
-            "MPI_Allreduce",
-        )?;
-    }
+    // Collective on our duplicate, reached by every rank at the same call.
+    crate::exec::raw::allreduce_max(&mine, &mut worst, st.comm)?;
     let sel = st.selection(root, class);
     let calls = sel.trial_calls();
     let Some(chosen) = sel.decide(worst) else {
@@ -215,7 +203,7 @@ fn decide(st: &mut CommState, root: u32, class: u8) -> Result<()> {
 /// Inlined on the fast path; the error's message is formatted out of line.
 #[inline(always)]
 unsafe fn library_bcast(comm: MPI_Comm, buf: *mut c_void, count: u64, datatype: MPI_Datatype, root: u32) -> Result<()> {
-    let rc = mpi::ffi::PMPI_Bcast(buf, count as std::os::raw::c_int, datatype, root as i32, comm);
+    let rc = crate::exec::raw::bcast_user(buf, count as std::os::raw::c_int, datatype, root as i32, comm);
     if rc == mpi::ffi::MPI_SUCCESS as std::os::raw::c_int {
         Ok(())
     } else {
@@ -342,10 +330,7 @@ mod fast {
 
     /// A predefined (named) datatype: one that is never freed.
     unsafe fn predefined(datatype: MPI_Datatype) -> bool {
-        let (mut ni, mut na, mut nd, mut combiner) = (0, 0, 0, 0);
-        mpi::ffi::PMPI_Type_get_envelope(datatype, &mut ni, &mut na, &mut nd, &mut combiner)
-            == mpi::ffi::MPI_SUCCESS as std::os::raw::c_int
-            && combiner == crate::exec::raw::COMBINER_NAMED
+        crate::exec::raw::is_named(datatype)
     }
 }
 
