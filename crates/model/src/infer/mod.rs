@@ -153,8 +153,10 @@ pub struct InferStats {
     pub noise_s: f64,
     /// Links between switches shorter than this were merged, seconds.
     pub merge_threshold_s: f64,
-    /// Every link decision weighed by evidence: each switch-to-switch link kept, and each
-    /// contracted for lack of evidence (all-pairs inference), least confident first.
+    /// Every link decision weighed by evidence: each switch-to-switch link kept, each
+    /// contracted for lack of evidence (all-pairs inference), and each contracted because
+    /// pairs measured again fit better without it (`recheck`, at any number of hosts), least
+    /// confident first.
     pub decisions: Vec<LinkDecision>,
     /// The tree's confidence: that of its least certain decision (`None` when no decision was
     /// weighed: one or two hosts, more than [`EVIDENCE_MAX_HOSTS`], or no switch-to-switch
@@ -163,6 +165,9 @@ pub struct InferStats {
     /// The far threshold used (round trip, seconds): given, or found in the data; `None` when
     /// no far-apart parts were looked for or the data showed no gap.
     pub far_rtt_s: Option<f64>,
+    /// Links the recheck on fresh readings contracted (become `decisions`).
+    #[serde(skip)]
+    pub(crate) rechecked: Vec<recheck::Contracted>,
 }
 
 /// Most hosts for which the evidence of every link is computed (one least-squares refit per
@@ -182,17 +187,22 @@ pub struct LinkDecision {
     pub kept: bool,
     /// Confidence (0..1) that the decision is right.
     pub confidence: f64,
+    /// What judged it: `evidence` (every measurement, weighed against a keep threshold) or
+    /// `fresh readings` (pairs measured again, the tree with the link against the tree
+    /// without; its evidence is in squared noise units and the threshold is 0).
+    pub judged_by: &'static str,
 }
 
 impl LinkDecision {
     /// One line for logs: what was decided, on what evidence, how sure.
     pub fn describe(&self) -> String {
         format!(
-            "{} the {:.2} us link above {{{}}}: evidence {:.1}, confidence {:.3}",
+            "{} the {:.2} us link above {{{}}}: evidence {:.1} ({}), confidence {:.3}",
             if self.kept { "kept" } else { "contracted" },
             self.latency_us,
             self.hosts_below.join(" "),
             self.evidence,
+            self.judged_by,
             self.confidence
         )
     }
@@ -426,6 +436,7 @@ fn batch(
     };
     stats.relocated = r.relocated + run.counters.relocated;
     stats.merged = r.merged;
+    stats.rechecked = r.rechecked;
     stats.noise_s = r.noise_s;
     stats.merge_threshold_s = r.threshold_s;
     Ok(main)
@@ -444,7 +455,23 @@ fn weigh_decisions(
 ) -> std::collections::HashMap<usize, f64> {
     let n = tree.num_hosts_in();
     let mut by_vertex = std::collections::HashMap::new();
+    let hosts = |ids: &[usize]| ids.iter().map(|&h| names[h].clone()).collect::<Vec<String>>();
+    let rechecked: Vec<LinkDecision> = stats
+        .rechecked
+        .iter()
+        .map(|c| LinkDecision {
+            hosts_below: hosts(&c.hosts_below),
+            latency_us: c.len_s * 1e6,
+            evidence: c.evidence,
+            kept: false,
+            confidence: joining::confidence(c.evidence, 0.0, false),
+            judged_by: "fresh readings",
+        })
+        .collect();
     if !(3..=EVIDENCE_MAX_HOSTS).contains(&n) {
+        // Too many hosts to weigh every link; the recheck's contractions are still reported.
+        stats.decisions = rechecked;
+        stats.decisions.sort_by(|a, b| a.confidence.total_cmp(&b.confidence));
         return by_vertex;
     }
     let obs: Vec<(usize, usize, f64)> = store
@@ -455,7 +482,6 @@ fn weigh_decisions(
     let mut fitted = tree.clone();
     let evidence = joining::weighted_evidence(&mut fitted, &obs, stats.noise_s);
     let median = joining::median_distance(obs.iter().map(|o| o.2));
-    let hosts = |ids: &[usize]| ids.iter().map(|&h| names[h].clone()).collect::<Vec<String>>();
     // A link no measured pair crosses has no evidence either way: between far-apart parts the
     // graft placed it from one-sample readings (and checked that they agree), so it is not a
     // decision of this weighing; scored, it read "uncertain, evidence 0" on every grafted tree.
@@ -485,6 +511,7 @@ fn weigh_decisions(
                 evidence: e,
                 kept: true,
                 confidence: c,
+                judged_by: "evidence",
             }
         })
         .collect();
@@ -494,7 +521,9 @@ fn weigh_decisions(
         evidence: m.evidence,
         kept: false,
         confidence: joining::confidence(m.evidence, m.threshold, false),
+        judged_by: "evidence",
     }));
+    decisions.extend(rechecked);
     decisions.sort_by(|a, b| a.confidence.total_cmp(&b.confidence));
     stats.confidence = decisions.first().map(|d| (d.confidence * 1e4).round() / 1e4);
     for d in decisions.iter().filter(|d| d.confidence < UNCERTAIN) {

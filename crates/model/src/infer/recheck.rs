@@ -23,6 +23,20 @@ use super::InferError;
 /// fit are left out, and their link is judged on the pairs that were measured).
 pub(crate) const RECHECK_ROUNDS: usize = 2;
 
+/// A link the fresh readings contracted, for the report (`InferStats::decisions`).
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct Contracted {
+    /// Hosts below the link.
+    pub hosts_below: Vec<usize>,
+    /// Its fitted length before contraction, seconds.
+    pub len_s: f64,
+    /// Pairs measured again that judged it.
+    pub pairs: usize,
+    /// How much worse the fresh readings fit without the link than with it, in squared noise
+    /// units (negative: they fit better without it); 0 is where the recheck decides.
+    pub evidence: f64,
+}
+
 /// A link under recheck: its lower vertex and the pairs that decide it.
 struct Candidate {
     tree: usize,
@@ -45,13 +59,13 @@ fn deciding_pairs(t: &WorkTree, v: usize) -> Vec<(usize, usize)> {
 
 /// Recheck every switch-to-switch link shorter than `below[i]` in tree `i` (see the module
 /// documentation) and contract those the fresh readings do not support; each changed tree is
-/// refitted with outliers beyond five `noise[i]` left out. Returns how many were contracted.
+/// refitted with outliers beyond five `noise[i]` left out. Returns the links contracted.
 pub(crate) fn recheck_short_links(
     run: &mut Run,
     trees: &mut [&mut WorkTree],
     below: &[f64],
     noise: &[f64],
-) -> Result<u64, InferError> {
+) -> Result<Vec<Contracted>, InferError> {
     let mut cands: Vec<Candidate> = Vec::new();
     for (ti, t) in trees.iter().enumerate() {
         let mut short: Vec<usize> = t
@@ -67,7 +81,7 @@ pub(crate) fn recheck_short_links(
         }
     }
     if cands.is_empty() {
-        return Ok(0);
+        return Ok(Vec::new());
     }
     // Fresh readings, one distance per pair from its new measurement alone.
     let wanted: Vec<(usize, usize)> = cands.iter().flat_map(|c| c.pairs.iter().copied()).collect();
@@ -79,7 +93,7 @@ pub(crate) fn recheck_short_links(
             measured.push(m);
         }
     }
-    let mut doomed: Vec<(usize, usize)> = Vec::new();
+    let mut doomed: Vec<(usize, usize, Contracted)> = Vec::new();
     for c in &cands {
         let t: &WorkTree = trees[c.tree];
         let mut without = t.clone();
@@ -110,21 +124,31 @@ pub(crate) fn recheck_short_links(
             without_err * 1e12
         );
         if !keep {
-            doomed.push((c.tree, c.v));
+            let scale = noise[c.tree].max(1e-9).powi(2);
+            doomed.push((
+                c.tree,
+                c.v,
+                Contracted {
+                    hosts_below: super::joining::hosts_below(t, c.v),
+                    len_s: t.len(c.v),
+                    pairs: n,
+                    evidence: (without_err - with_err) / scale,
+                },
+            ));
         }
     }
     for m in measured {
         run.store.add(m);
     }
-    let mut contracted = 0;
+    let mut contracted = Vec::new();
     let mut changed = vec![false; trees.len()];
-    for (ti, v) in doomed {
+    for (ti, v, why) in doomed {
         let t = &mut trees[ti];
         // An earlier contraction in the same tree may have removed the link or its parent.
         if t.is_alive(v) && t.parent(v).is_some_and(|p| !t.is_host(p)) {
             t.merge_into_parent(v);
             changed[ti] = true;
-            contracted += 1;
+            contracted.push(why);
         }
     }
     for (ti, t) in trees.iter_mut().enumerate() {
@@ -172,7 +196,7 @@ mod tests {
     }
 
     /// Recheck the split tree against hosts of `truth(ab)`, after measuring every pair once.
-    fn recheck_against(ab: f64) -> (u64, WorkTree) {
+    fn recheck_against(ab: f64) -> (Vec<Contracted>, WorkTree) {
         let topo = truth(ab);
         let mut prober = SimProber::new(&topo, NoiseModel::default(), 3).unwrap();
         let mut run = Run::new(&mut prober, PingSpec::default(), 3);
@@ -187,14 +211,21 @@ mod tests {
     #[test]
     fn a_link_the_fresh_readings_do_not_show_is_contracted() {
         let (n, t) = recheck_against(0.0);
-        assert_eq!(n, 1);
+        assert_eq!(n.len(), 1);
         assert_eq!(t.switches().count(), 1, "one switch for all eight hosts");
+        // The report names the two hosts the link split off, the pairs that judged it, and
+        // evidence on the contracting side of 0.
+        let mut below = n[0].hosts_below.clone();
+        below.sort_unstable();
+        assert_eq!(below, vec![6, 7]);
+        assert_eq!(n[0].pairs, 4);
+        assert!(n[0].evidence < 0.0 && n[0].len_s > 0.0, "{:?}", n[0]);
     }
 
     #[test]
     fn a_real_short_link_is_kept() {
         let (n, t) = recheck_against(0.8e-6);
-        assert_eq!(n, 0);
+        assert!(n.is_empty());
         assert_eq!(t.switches().count(), 2);
     }
 

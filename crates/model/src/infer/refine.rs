@@ -35,6 +35,8 @@ pub(crate) struct RefineReport {
     pub merged: u64,
     pub noise_s: f64,
     pub threshold_s: f64,
+    /// Links the recheck on fresh readings contracted (see [`super::recheck`]).
+    pub rechecked: Vec<super::recheck::Contracted>,
 }
 
 /// Verification passes on each builder's tree, then merge and refit. The trees hold disjoint
@@ -103,6 +105,7 @@ pub(crate) fn refine(
         merged: duplicates,
         noise_s: 0.0,
         threshold_s: 0.0,
+        rechecked: Vec::new(),
     };
     let mut noises = Vec::with_capacity(mains.len());
     for main in mains.iter_mut() {
@@ -132,7 +135,8 @@ pub(crate) fn refine(
         .map(|(b, n)| if big(&b.tree) { WEIGH_UPTO * n } else { 0.0 })
         .collect();
     let mut trees: Vec<&mut WorkTree> = mains.iter_mut().map(|b| &mut b.tree).collect();
-    report.merged += super::recheck::recheck_short_links(run, &mut trees, &below, &noises)?;
+    report.rechecked = super::recheck::recheck_short_links(run, &mut trees, &below, &noises)?;
+    report.merged += report.rechecked.len() as u64;
     // Contracting a short link makes the switches below it siblings of those beside it: two
     // halves of one switch, split by a jitter-made link, have never been compared. One more
     // duplicate check (it measures only pairs of siblings no measurement crosses yet).
