@@ -150,6 +150,40 @@ pub fn evaluate_calibrated(
     })
 }
 
+/// `plan`'s times for `bytes` on `topo` from the flow simulator ([`crate::sim::simulate_plan`]):
+/// links shared max-min fairly between the transfers crossing them, `overhead_s` per message at
+/// sender and receiver, rendezvous above [`RENDEZVOUS_BYTES`](crate::plan::pipeline::RENDEZVOUS_BYTES)
+/// (the options the planner ranks plans with). Unlike [`evaluate_calibrated`] it sees a pipeline's
+/// segments queue on a link, so it is the one for long messages. A rank leaves the call when
+/// its data is in and the last byte of its own sends has left.
+pub fn simulate_calibrated(
+    topo: &Topology,
+    plan: &Plan,
+    bytes: u64,
+    overhead_s: f64,
+) -> Result<CalibratedTimes, crate::sim::SimError> {
+    let opts = crate::sim::SimOptions {
+        send_overhead_s: overhead_s,
+        rendezvous_bytes: Some(crate::plan::pipeline::RENDEZVOUS_BYTES as f64),
+        record: true,
+        ..Default::default()
+    };
+    let r = crate::sim::simulate_plan(topo, plan, bytes, &opts)?;
+    let mut rank_done = r.rank_done_s.clone();
+    rank_done.resize(plan.nranks as usize, 0.0);
+    for t in &r.transfers {
+        if let Some(d) = rank_done.get_mut(t.src as usize) {
+            *d = d.max(t.src_done_s);
+        }
+    }
+    Ok(CalibratedTimes {
+        completion_s: rank_done.iter().copied().fold(0.0, f64::max),
+        rank_median_s: median(&rank_done),
+        rank_arrival_s: r.rank_done_s,
+        rank_done_s: rank_done,
+    })
+}
+
 /// Median (mean of the middle two for an even count; 0 when empty).
 pub fn median(v: &[f64]) -> f64 {
     if v.is_empty() {
@@ -267,6 +301,27 @@ mod tests {
         assert!((c.completion_s - (3.0 * o + 2e-6 + ser)).abs() < 1e-15);
         let mid = (c.rank_done_s[1] + c.rank_done_s[2]) / 2.0;
         assert!((c.rank_median_s - mid).abs() < 1e-15);
+        // The flow simulator agrees where nothing shares a link: one send, one receiver.
+        let pair = Plan::from_tree(0, &trees::flat(2, 0), 1, "flat");
+        let two = with_host_links(
+            &one_host(2),
+            PathCost {
+                latency_s: 2e-6,
+                bandwidth_bps: 1e9,
+            },
+        );
+        let s = simulate_calibrated(&two, &pair, bytes, 0.0).unwrap();
+        let e = evaluate_calibrated(&two, &pair, bytes, 0.0).unwrap();
+        assert!((s.rank_arrival_s[1] - e.rank_arrival_s[1]).abs() < 1e-9, "{s:?} {e:?}");
+        // A pipelined chain's segments queue on each link in the simulator: 8 segments of a
+        // 1 MB message take at least 1 MB / bandwidth, where the contention-free evaluator
+        // streams them all at once.
+        let chain = Plan::from_tree(0, &trees::rank_chain(4, 0), 8, "chain");
+        let big = 1_000_000u64;
+        let s = simulate_calibrated(&t, &chain, big, 0.0).unwrap();
+        assert!(s.rank_arrival_s[1] >= big as f64 / 1e9, "{s:?}");
+        let e = evaluate_calibrated(&t, &chain, big, 0.0).unwrap();
+        assert!(e.rank_arrival_s[1] < 0.5 * big as f64 / 1e9, "{e:?}");
         // Without overhead the arrivals are the contention-free evaluator's.
         let d = evaluate_deterministic(&t, &plan, bytes).unwrap();
         let z = evaluate_calibrated(&t, &plan, bytes, 0.0).unwrap();
