@@ -162,7 +162,7 @@ fn error_text(o: &mut String, c: &CommReport) {
             label,
             us(t.median_s),
             us(p.comparable_s()),
-            us(p.deterministic_s),
+            us(p.completion()),
             err
         );
     }
@@ -819,8 +819,9 @@ mod tests {
                             predicted_bytes: 1175,
                             predicted_root: 0,
                             predicted: Some(Predicted {
-                                deterministic_s: 3e-5,
+                                deterministic_s: 1.5e-5,
                                 rank_median_s: Some(2.4e-5),
+                                completion_s: Some(3e-5),
                                 ..Default::default()
                             }),
                             prediction_error: Some(0.2),

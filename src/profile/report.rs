@@ -91,6 +91,10 @@ pub struct Predicted {
     /// median of per-rank durations, so this is the figure to compare it with.
     #[serde(default)]
     pub rank_median_s: Option<f64>,
+    /// With the set-up calibration: the time the last rank leaves the call, by the same model
+    /// (`deterministic_s` and the distributions charge no per-message overhead).
+    #[serde(default)]
+    pub completion_s: Option<f64>,
 }
 
 impl Predicted {
@@ -98,6 +102,11 @@ impl Predicted {
     /// `rank_median_s` when calibrated, else the completion time.
     pub fn comparable_s(&self) -> f64 {
         self.rank_median_s.unwrap_or(self.deterministic_s)
+    }
+
+    /// The predicted completion: calibrated when the job calibrated, else `deterministic_s`.
+    pub fn completion(&self) -> f64 {
+        self.completion_s.unwrap_or(self.deterministic_s)
     }
 
     /// `comparable_s / measured - 1` (`None` when `measured_s` is not positive).

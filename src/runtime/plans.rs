@@ -316,15 +316,33 @@ impl Planner {
         self.plan(root, class)
     }
 
+    /// The plan's times with the calibration. Across hosts the flow simulator: a pipeline's
+    /// segments queue on the uplinks they share (the contention-free evaluator streamed them all
+    /// at once and predicted 0.6 ms for a 4 MiB broadcast the 3x3 cluster's 300 Mbit/s uplinks
+    /// need 112 ms for). Within one host, and above 512 ranks (to bound the cost at finalize),
+    /// the contention-free evaluator: there the simulator's per-segment handshakes and
+    /// overheads overshot 16-256 KiB broadcasts of 4 ranks by 2-6x, the evaluator by 0-2x.
+    fn calibrated_times(
+        &self,
+        c: &Calibrated,
+        p: &Plan,
+        bytes: u64,
+    ) -> Option<crate::estimate::calibrate::CalibratedTimes> {
+        use crate::estimate::calibrate::{evaluate_calibrated, simulate_calibrated};
+        if self.nranks > 512 || !self.has_network() {
+            return evaluate_calibrated(&c.topology, p, bytes, c.overhead_s).ok();
+        }
+        simulate_calibrated(&c.topology, p, bytes, c.overhead_s).ok()
+    }
+
     /// Algorithm name and predicted per-rank completion times (seconds after the root starts) of
-    /// the plan for `bytes` from `root` (contention-free; with the set-up calibration's costs
-    /// when there is one, else nominal latencies), when the topology is known.
+    /// the plan for `bytes` from `root` (with the set-up calibration: simulated with its costs,
+    /// the time each rank leaves the call; else contention-free with nominal latencies), when
+    /// the topology is known.
     pub fn predict_arrivals(&self, root: u32, bytes: u64, library_route: bool) -> (String, Option<Vec<f64>>) {
         let p = self.predicted_plan(root, bytes, library_route);
         let arrivals = match &self.calibrated {
-            Some(c) => crate::estimate::calibrate::evaluate_calibrated(&c.topology, &p, bytes, c.overhead_s)
-                .ok()
-                .map(|d| d.rank_done_s),
+            Some(c) => self.calibrated_times(c, &p, bytes).map(|d| d.rank_done_s),
             None => self
                 .topology
                 .as_deref()
@@ -336,10 +354,10 @@ impl Planner {
 
     /// Predicted completion time of a broadcast of `bytes` from `root`: deterministic, and from
     /// the links' latency distributions (Pareto and normal; fitted by probing, else the
-    /// estimate module's default tail). With the set-up calibration, the deterministic figure
-    /// charges the measured per-message overhead on the calibrated topology and the median
-    /// over ranks of their time in the call is given too (`rank_median_s`, what a profile's
-    /// median measures). `library_route`: the calls took the library's `MPI_Bcast`, so its
+    /// estimate module's default tail). With the set-up calibration all of them are on the
+    /// calibrated topology, and its per-message overhead gives two more: the median over ranks
+    /// of their time in the call (`rank_median_s`, what a profile's median measures) and the
+    /// completion (`completion_s`). `library_route`: the calls took the library's `MPI_Bcast`, so its
     /// algorithm is predicted. Used when a profile is written, never on the hot path; the
     /// distribution models are skipped above 512 ranks to bound the cost at finalize.
     pub fn predict_time(
@@ -356,7 +374,7 @@ impl Planner {
         let calibrated = self
             .calibrated
             .as_ref()
-            .and_then(|c| crate::estimate::calibrate::evaluate_calibrated(t, &p, bytes, c.overhead_s).ok());
+            .and_then(|c| self.calibrated_times(c, &p, bytes));
         let mut out = if self.nranks > 512 {
             let d = crate::estimate::evaluate_deterministic(t, &p, bytes).ok()?;
             crate::profile::report::Predicted {
@@ -375,7 +393,7 @@ impl Planner {
             }
         };
         if let Some(c) = calibrated {
-            out.deterministic_s = c.completion_s;
+            out.completion_s = Some(c.completion_s);
             out.rank_median_s = Some(c.rank_median_s);
         }
         Some(out)
