@@ -332,7 +332,9 @@ impl Planner {
         if self.nranks > 512 || !self.has_network() {
             return evaluate_calibrated(&c.topology, p, bytes, c.overhead_s).ok();
         }
-        simulate_calibrated(&c.topology, p, bytes, c.overhead_s).ok()
+        // The simulator charges its overhead at the sender and again at the receiver, and the
+        // ring's overhead is a whole hop's (a receive and a send): half of it each.
+        simulate_calibrated(&c.topology, p, bytes, c.overhead_s / 2.0).ok()
     }
 
     /// Algorithm name and predicted per-rank completion times (seconds after the root starts) of
