@@ -7,7 +7,8 @@
 //! round trips of [`SMALL_BYTES`] and [`LARGE_BYTES`] (the median of [`REPS`] each after a
 //! warm-up) and a burst of [`BURST`] small non-blocking sends (the per-message overhead at the
 //! sender). The lower of the pair broadcasts the three numbers, so every rank holds the same
-//! calibration. A few milliseconds; `TREECAST_CALIBRATE=0` skips it. Planning never reads it.
+//! calibration. A few milliseconds, only when profiling is configured (on rank 0, which
+//! decides for all); `TREECAST_CALIBRATE=0` skips it. Planning never reads it.
 
 use super::hosts::Hosts;
 use crate::error::Result;

@@ -276,15 +276,25 @@ pub unsafe fn acquire(comm: MPI_Comm, rank: u32, size: u32, cfg: &Config) -> Res
     })
 }
 
-/// Collective: the set-up calibration of predictions ([`super::calibrate`]) unless
-/// `TREECAST_CALIBRATE=0` (the same on every rank: read from the environment every rank got).
+/// Collective: the set-up calibration of predictions ([`super::calibrate`]) when rank 0 has
+/// profiling configured (only profiles use predictions) and not `TREECAST_CALIBRATE=0`. Rank
+/// 0 decides and broadcasts it, so ranks whose environments differ still agree (a rank
+/// skipping the measurement while the others wait in it would hang the job).
 unsafe fn calibrate(
     comm: MPI_Comm,
     rank: u32,
     hosts: &Hosts,
     cfg: &Config,
 ) -> Result<Option<crate::estimate::calibrate::Calibration>> {
-    if !cfg.calibrate {
+    if super::calibrate::host_mates(hosts).is_none() {
+        return Ok(None); // nothing to measure: the same on every rank, no message needed
+    }
+    let mut flag: c_int = (rank == 0 && cfg.calibrate && cfg.profile_path.is_some()) as c_int;
+    check(
+        ffi::PMPI_Bcast(&mut flag as *mut c_int as *mut c_void, 1, ffi::RSMPI_INT32_T, 0, comm),
+        "MPI_Bcast",
+    )?;
+    if flag == 0 {
         return Ok(None);
     }
     super::calibrate::measure(comm, rank, hosts)
