@@ -113,7 +113,14 @@ fn profile_counts_calls_and_bytes_exactly() {
             );
             assert!(c.roots.iter().any(|r| r.0 == c.predicted_root));
             assert!(c.time.min_s > 0.0 && c.time.min_s <= c.time.median_s && c.time.median_s <= c.time.max_s);
-            assert!(c.predicted.expect("per-class prediction").deterministic_s > 0.0);
+            let p = c.predicted.expect("per-class prediction");
+            assert!(p.deterministic_s > 0.0);
+            // Two ranks share the host, so the set-up calibration fed the prediction, and the
+            // error against the measured median is recorded (its size is timing: not asserted).
+            let median = p.rank_median_s.expect("calibrated median rank's time");
+            assert!(median > 0.0 && median <= p.completion_s.unwrap(), "{p:?}");
+            let (got, want) = (c.prediction_error.unwrap(), p.error(c.time.median_s).unwrap());
+            assert!((got - want).abs() < 1e-9, "{got} {want}");
         }
         // The site-level prediction is labelled with the class, size and root it is for: the
         // class with the most calls.
@@ -256,6 +263,10 @@ fn report_renders_a_profile_and_rejects_garbage() {
         .lines()
         .find(|l| l.contains("check_bcast.rs:") && l.split_whitespace().nth(1) == Some("37"));
     assert!(row.is_some(), "site A row with 37 calls:\n{text}");
+    assert!(
+        text.contains("Prediction error per site and size class (median rank's"),
+        "{text}"
+    );
     let charts = std::fs::read_dir(&svg).unwrap().count();
     assert!(charts >= 3, "{charts} charts");
     // Site A broadcast several size classes: no single prediction on its row, one row per class

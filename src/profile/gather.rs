@@ -180,6 +180,8 @@ fn class_report(st: &dyn ProfiledComm, class: u8, m: ClassMerge) -> SizeClassRep
         .max_by_key(|(_, &n)| n)
         .map(|(&r, _)| r)
         .unwrap_or(0);
+    let time = time_stats(&m.time);
+    let predicted = st.predict_time(predicted_root, predicted_bytes);
     SizeClassReport {
         class,
         min_bytes,
@@ -187,11 +189,12 @@ fn class_report(st: &dyn ProfiledComm, class: u8, m: ClassMerge) -> SizeClassRep
         calls: m.calls,
         bytes: m.bytes,
         rank_calls: m.rank_calls,
-        time: time_stats(&m.time),
+        time,
         roots: m.roots.into_iter().collect(),
         predicted_bytes,
         predicted_root,
-        predicted: st.predict_time(predicted_root, predicted_bytes),
+        prediction_error: predicted.and_then(|p| p.error(time.median_s)),
+        predicted,
     }
 }
 
@@ -387,6 +390,7 @@ fn merge(st: &dyn ProfiledComm, ranks: &[RankWire]) -> CommReport {
             predicted_bytes: dominant.map(|c| c.predicted_bytes),
             predicted_root: dominant.map(|c| c.predicted_root),
             predicted_class: dominant.map(|c| c.class),
+            prediction_error: dominant.and_then(|c| c.prediction_error),
             size_classes,
             compare,
             sample_call: sample,

@@ -109,9 +109,63 @@ fn table_row(
         us(t.p99_s),
         us(t.max_s),
         errors,
-        opt_us(predicted.map(|p| p.deterministic_s)),
+        opt_us(predicted.map(|p| p.comparable_s())),
         predicted_for
     );
+}
+
+/// Prediction error per site and size class: the measured median of per-rank call durations
+/// against the prediction comparable with it (the median rank's predicted time in the call when
+/// the job calibrated its costs at set-up, else the contention-free completion).
+fn error_text(o: &mut String, c: &CommReport) {
+    let rows: Vec<(String, &TimeStats, Predicted)> = c
+        .sites
+        .iter()
+        .flat_map(|s| {
+            let rows = class_rows(s);
+            let several = rows.len() > 1;
+            rows.into_iter().filter_map(move |r| {
+                let label = if several {
+                    format!("{} [{}]", shorten(&s.site, 30), r.label)
+                } else {
+                    shorten(&s.site, 48)
+                };
+                r.predicted.map(|p| (label, r.time, p))
+            })
+        })
+        .collect();
+    if rows.is_empty() {
+        return;
+    }
+    let calibrated = rows.iter().any(|(_, _, p)| p.rank_median_s.is_some());
+    let _ = writeln!(
+        o,
+        "\nPrediction error per site and size class ({}):",
+        if calibrated {
+            "median rank's predicted time with the costs measured at set-up"
+        } else {
+            "contention-free completion, uncalibrated"
+        }
+    );
+    let _ = writeln!(
+        o,
+        "  {:<48} {:>12} {:>12} {:>14} {:>8}",
+        "Call site [size class]", "Measured us", "Predicted us", "Completion us", "Error"
+    );
+    for (label, t, p) in rows {
+        let err = p
+            .error(t.median_s)
+            .map_or_else(|| "-".to_string(), |e| format!("{:+.0}%", e * 100.0));
+        let _ = writeln!(
+            o,
+            "  {:<48} {:>12} {:>12} {:>14} {:>8}",
+            label,
+            us(t.median_s),
+            us(p.comparable_s()),
+            us(p.completion()),
+            err
+        );
+    }
 }
 
 /// One line per (root, size class): the route its calls took and why (with a trial's times).
@@ -241,6 +295,7 @@ pub fn text(report: &ProfileReport) -> String {
                 );
             }
         }
+        error_text(&mut o, c);
         let compared: Vec<&SiteReport> = c.sites.iter().filter(|s| s.compare.is_some()).collect();
         if !compared.is_empty() {
             let _ = writeln!(o, "\nMPI_Bcast on the same data (every Nth call):");
@@ -721,6 +776,7 @@ mod tests {
                     predicted_bytes: Some(1000),
                     predicted_root: Some(0),
                     predicted_class: Some(10),
+                    prediction_error: Some(0.2),
                     size_classes: vec![
                         SizeClassReport {
                             class: 9,
@@ -743,6 +799,7 @@ mod tests {
                                 deterministic_s: 0.7e-5,
                                 ..Default::default()
                             }),
+                            prediction_error: Some(-0.3),
                         },
                         SizeClassReport {
                             class: 10,
@@ -763,8 +820,11 @@ mod tests {
                             predicted_root: 0,
                             predicted: Some(Predicted {
                                 deterministic_s: 1.5e-5,
+                                rank_median_s: Some(2.4e-5),
+                                completion_s: Some(3e-5),
                                 ..Default::default()
                             }),
+                            prediction_error: Some(0.2),
                         },
                     ],
                     compare: Some(Compare {
@@ -879,7 +939,24 @@ mod tests {
         assert_eq!(small[small.len() - 5..], ["7.00", "300", "B", "root", "0"], "{small:?}");
         let big = class_row("512 B..<1 KiB");
         assert_eq!(big[3..6], ["4", "4700", "12.00"], "{big:?}");
-        assert_eq!(big[big.len() - 5..], ["15.00", "1175", "B", "root", "0"], "{big:?}");
+        assert_eq!(big[big.len() - 5..], ["24.00", "1175", "B", "root", "0"], "{big:?}");
+        // The prediction error per site and size class: the calibrated median rank's time
+        // against the measured median, and the uncalibrated completion where that is all.
+        assert!(
+            t.contains("Prediction error per site and size class (median rank's"),
+            "{t}"
+        );
+        let err = |class: &str| {
+            t.lines()
+                .skip_while(|l| !l.starts_with("Prediction error"))
+                .find(|l| l.contains(class))
+                .unwrap_or_else(|| panic!("no error row for {class}: {t}"))
+                .split_whitespace()
+                .map(String::from)
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(err("[512 B..<1 KiB]")[4..], ["20.00", "24.00", "30.00", "+20%"], "{t}");
+        assert_eq!(err("[256 B..<512 B]")[4..], ["10.00", "7.00", "7.00", "-30%"], "{t}");
     }
 
     #[test]
@@ -914,7 +991,7 @@ mod tests {
         s.size_classes.remove(0);
         let t = text(&r);
         let row = t.lines().find(|l| l.starts_with("src/main.rs:10")).expect("site row");
-        assert!(row.ends_with("15.00  1175 B root 0"), "{row}");
+        assert!(row.ends_with("24.00  1175 B root 0"), "{row}");
         assert!(!t.contains("512 B..<1 KiB"), "no class rows for one class:\n{t}");
         // Profiles written before per-class predictions still render (site-level prediction).
         let mut old = sample();

@@ -86,6 +86,33 @@ pub struct Predicted {
     pub pareto_p99_s: Option<f64>,
     pub normal_mean_s: Option<f64>,
     pub normal_p99_s: Option<f64>,
+    /// With the set-up calibration (`runtime::calibrate`): the median over ranks of their
+    /// predicted time in the call, all entering together. The profile's measured median is a
+    /// median of per-rank durations, so this is the figure to compare it with.
+    #[serde(default)]
+    pub rank_median_s: Option<f64>,
+    /// With the set-up calibration: the time the last rank leaves the call, by the same model
+    /// (`deterministic_s` and the distributions charge no per-message overhead).
+    #[serde(default)]
+    pub completion_s: Option<f64>,
+}
+
+impl Predicted {
+    /// The prediction comparable with a measured median of per-rank call durations:
+    /// `rank_median_s` when calibrated, else the completion time.
+    pub fn comparable_s(&self) -> f64 {
+        self.rank_median_s.unwrap_or(self.deterministic_s)
+    }
+
+    /// The predicted completion: calibrated when the job calibrated, else `deterministic_s`.
+    pub fn completion(&self) -> f64 {
+        self.completion_s.unwrap_or(self.deterministic_s)
+    }
+
+    /// `comparable_s / measured - 1` (`None` when `measured_s` is not positive).
+    pub fn error(&self, measured_s: f64) -> Option<f64> {
+        crate::estimate::calibrate::relative_error(self.comparable_s(), measured_s)
+    }
 }
 
 /// Timings of MPI_Bcast on the same data (every Nth call).
@@ -144,6 +171,10 @@ pub struct SizeClassReport {
     pub predicted_bytes: u64,
     pub predicted_root: u32,
     pub predicted: Option<Predicted>,
+    /// Prediction error against the measured median: `predicted / time.median_s - 1` with the
+    /// comparable prediction ([`Predicted::comparable_s`]); 0.25 is 25% too slow a prediction.
+    #[serde(default)]
+    pub prediction_error: Option<f64>,
 }
 
 /// One call site on one communicator, merged over ranks.
@@ -187,6 +218,9 @@ pub struct SiteReport {
     pub predicted_root: Option<u32>,
     #[serde(default)]
     pub predicted_class: Option<u8>,
+    /// `prediction_error` of that class (see [`SizeClassReport::prediction_error`]).
+    #[serde(default)]
+    pub prediction_error: Option<f64>,
     /// Calls, times and predictions per message-size class, smallest class first.
     #[serde(default)]
     pub size_classes: Vec<SizeClassReport>,

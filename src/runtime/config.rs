@@ -7,6 +7,7 @@
 //! | `TREECAST_TOPOLOGY` | topology file (JSON or Slurm `topology.conf`) to use instead of probing | unset |
 //! | `TREECAST_CACHE` | directory caching inferred topologies, keyed by the sorted host names | unset |
 //! | `TREECAST_PROBE` | `0` disables probing (plans then ignore the network) | `1` |
+//! | `TREECAST_CALIBRATE` | `0` skips the set-up calibration of predictions (host-mates' ping-pong and send overhead; see `runtime::calibrate`), which then use the topology's link parameters alone | `1` |
 //! | `TREECAST_PROBE_PAIRS` | measure at most this many host pairs at once (`1` for hosts emulated on one machine, which share its CPUs) | unlimited |
 //! | `TREECAST_PROBE_SETS` | `back-to-back`: each pair measures its sets in one window; `interleaved`: one window per set over all pairs (protects emulated hosts from scheduling stalls, costs a coordination per set) | `interleaved` where hosts share a kernel, else `back-to-back` |
 //! | `TREECAST_PROBE_BANDWIDTH` | bytes per transfer of the bandwidth map built after inference (`0`: no map, plans then see only latency) | `1MiB` |
@@ -58,6 +59,8 @@ pub struct Config {
     pub local_plan_above: usize,
     /// Whether the `LD_PRELOAD` interposer serves `MPI_Bcast` itself (`TREECAST_INTERCEPT`).
     pub intercept: bool,
+    /// Measure host-mates' message costs at set-up for predictions (`TREECAST_CALIBRATE`).
+    pub calibrate: bool,
 }
 
 /// Bandwidth-map transfer size: long enough that a 10 Gbit/s link takes ~1 ms (latency and
@@ -112,6 +115,7 @@ impl Config {
             topology_file: var("TREECAST_TOPOLOGY"),
             cache_dir: var("TREECAST_CACHE"),
             probe: var("TREECAST_PROBE").map(|v| v != "0").unwrap_or(true),
+            calibrate: var("TREECAST_CALIBRATE").is_none_or(|v| parse_switch("TREECAST_CALIBRATE", &v)),
             probe_pairs: var("TREECAST_PROBE_PAIRS").and_then(|v| match v.parse::<usize>() {
                 Ok(k) if k > 0 => Some(k),
                 _ => {

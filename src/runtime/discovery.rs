@@ -187,6 +187,7 @@ pub unsafe fn acquire(comm: MPI_Comm, rank: u32, size: u32, cfg: &Config) -> Res
             topology: Some(Arc::new(single_host(&hosts.names[0], size))),
             source: Source::SingleHost,
             message_overhead_s: None,
+            calibration: calibrate(comm, rank, &hosts, cfg)?,
         });
     }
     // Rank 0 decides and produces the host-level tree as JSON (or why there is none); the other
@@ -242,6 +243,7 @@ pub unsafe fn acquire(comm: MPI_Comm, rank: u32, size: u32, cfg: &Config) -> Res
         topology: None,
         source: Source::Unavailable(why),
         message_overhead_s: None,
+        calibration: None,
     };
     if ok != "1" {
         return Ok(unavailable(rest.to_string()));
@@ -270,7 +272,32 @@ pub unsafe fn acquire(comm: MPI_Comm, rank: u32, size: u32, cfg: &Config) -> Res
         topology: Some(Arc::new(t)),
         source,
         message_overhead_s: Some(overhead),
+        calibration: calibrate(comm, rank, &hosts, cfg)?,
     })
+}
+
+/// Collective: the set-up calibration of predictions ([`super::calibrate`]) when rank 0 has
+/// profiling configured (only profiles use predictions) and not `TREECAST_CALIBRATE=0`. Rank
+/// 0 decides and broadcasts it, so ranks whose environments differ still agree (a rank
+/// skipping the measurement while the others wait in it would hang the job).
+unsafe fn calibrate(
+    comm: MPI_Comm,
+    rank: u32,
+    hosts: &Hosts,
+    cfg: &Config,
+) -> Result<Option<crate::estimate::calibrate::Calibration>> {
+    if super::calibrate::host_mates(hosts).is_none() {
+        return Ok(None); // nothing to measure: the same on every rank, no message needed
+    }
+    let mut flag: c_int = (rank == 0 && cfg.calibrate && cfg.profile_path.is_some()) as c_int;
+    check(
+        ffi::PMPI_Bcast(&mut flag as *mut c_int as *mut c_void, 1, ffi::RSMPI_INT32_T, 0, comm),
+        "MPI_Bcast",
+    )?;
+    if flag == 0 {
+        return Ok(None);
+    }
+    super::calibrate::measure(comm, rank, hosts)
 }
 
 /// What a communicator learns about its network at start-up.
@@ -281,6 +308,9 @@ pub struct Acquired {
     /// Per-message overhead for planning (seconds), measured by the token ring between hosts;
     /// `None` on one host or without a topology.
     pub message_overhead_s: Option<f64>,
+    /// What two host-mates measured at set-up (`None` when no two ranks share a host, without a
+    /// topology, or with `TREECAST_CALIBRATE=0`): for predictions only, never for planning.
+    pub calibration: Option<crate::estimate::calibrate::Calibration>,
 }
 
 /// The per-message overhead the planner charges, from the ring's median hop time: what a hop

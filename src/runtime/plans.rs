@@ -38,6 +38,18 @@ pub struct Planner {
     /// Communicators of more ranks than this are planned by the local planner
     /// ([`Config::local_plan_above`]).
     local_above: usize,
+    /// Predictions' costs measured at set-up (`None`: `TREECAST_CALIBRATE=0`, or nothing to
+    /// measure and no overhead measured either; predictions then use the topology alone).
+    calibrated: Option<Calibrated>,
+}
+
+/// What predictions are made with when the job calibrated them (never plans: those keep the
+/// topology as acquired, so calibration cannot change which plan runs).
+struct Calibrated {
+    /// The topology with the measured host-mate path on every rank's host link.
+    topology: std::sync::Arc<crate::topology::Topology>,
+    /// Per-message overhead: the token ring's between hosts, else the send burst's.
+    overhead_s: f64,
 }
 
 /// Segments for a message of `bytes` cut at `seg` bytes (`TREECAST_SEGMENT`, already at least
@@ -79,7 +91,9 @@ impl Planner {
             topology,
             source,
             message_overhead_s,
+            calibration,
         } = unsafe { super::discovery::acquire(comm, rank, size, cfg)? };
+        let calibrated = calibrated(topology.as_ref(), cfg.calibrate, message_overhead_s, calibration);
         match &source {
             super::discovery::Source::Unavailable(why) if rank == 0 => {
                 log::warn!("treecast: no topology ({why}); plans ignore the network")
@@ -105,6 +119,7 @@ impl Planner {
             message_overhead_s,
             local: std::sync::OnceLock::new(),
             local_above: cfg.local_plan_above,
+            calibrated,
         })
     }
 
@@ -300,41 +315,99 @@ impl Planner {
         LocalPlan::from_plan(&self.plan(root, class), me)
     }
 
+    /// The plan a prediction is for: the library's algorithm (`plan::library_plan`, Open MPI's
+    /// decision table) when the calls took the library's route, else the plan for the class.
+    fn predicted_plan(&self, root: u32, bytes: u64, library_route: bool) -> Plan {
+        let class = crate::plan::size_class(bytes);
+        if library_route && self.calibrated.is_some() && self.nranks > 1 && class > 0 {
+            return self.library_plan(root, class);
+        }
+        self.plan(root, class)
+    }
+
+    /// The plan's times with the calibration. Across hosts the flow simulator: a pipeline's
+    /// segments queue on the uplinks they share (the contention-free evaluator streamed them all
+    /// at once and predicted 0.6 ms for a 4 MiB broadcast the 3x3 cluster's 300 Mbit/s uplinks
+    /// need 112 ms for). Within one host, and above 512 ranks (to bound the cost at finalize),
+    /// the contention-free evaluator: there the simulator's per-segment handshakes and
+    /// overheads overshot 16-256 KiB broadcasts of 4 ranks by 2-6x, the evaluator by 0-2x.
+    fn calibrated_times(
+        &self,
+        c: &Calibrated,
+        p: &Plan,
+        bytes: u64,
+    ) -> Option<crate::estimate::calibrate::CalibratedTimes> {
+        use crate::estimate::calibrate::{evaluate_calibrated, simulate_calibrated};
+        if self.nranks > 512 || !self.has_network() {
+            return evaluate_calibrated(&c.topology, p, bytes, c.overhead_s).ok();
+        }
+        // The simulator charges its overhead at the sender and again at the receiver, and the
+        // ring's overhead is a whole hop's (a receive and a send): half of it each.
+        simulate_calibrated(&c.topology, p, bytes, c.overhead_s / 2.0).ok()
+    }
+
     /// Algorithm name and predicted per-rank completion times (seconds after the root starts) of
-    /// the plan for `bytes` from `root` (contention-free, nominal latencies), when the topology
-    /// is known.
-    pub fn predict_arrivals(&self, root: u32, bytes: u64) -> (String, Option<Vec<f64>>) {
-        let p = self.plan(root, crate::plan::size_class(bytes));
-        let arrivals = self
-            .topology
-            .as_deref()
-            .and_then(|t| crate::estimate::evaluate_deterministic(t, &p, bytes).ok())
-            .map(|d| d.rank_arrival_s);
+    /// the plan for `bytes` from `root` (with the set-up calibration: simulated with its costs,
+    /// the time each rank leaves the call; else contention-free with nominal latencies), when
+    /// the topology is known.
+    pub fn predict_arrivals(&self, root: u32, bytes: u64, library_route: bool) -> (String, Option<Vec<f64>>) {
+        let p = self.predicted_plan(root, bytes, library_route);
+        let arrivals = match &self.calibrated {
+            Some(c) => self.calibrated_times(c, &p, bytes).map(|d| d.rank_done_s),
+            None => self
+                .topology
+                .as_deref()
+                .and_then(|t| crate::estimate::evaluate_deterministic(t, &p, bytes).ok())
+                .map(|d| d.rank_arrival_s),
+        };
         (p.info.algorithm.clone(), arrivals)
     }
 
     /// Predicted completion time of a broadcast of `bytes` from `root`: deterministic, and from
     /// the links' latency distributions (Pareto and normal; fitted by probing, else the
-    /// estimate module's default tail). Used when a profile is written, never on the hot path;
-    /// the distribution models are skipped above 512 ranks to bound the cost at finalize.
-    pub fn predict_time(&self, root: u32, bytes: u64) -> Option<crate::profile::report::Predicted> {
-        let t = self.topology.as_deref()?;
-        let p = self.plan(root, crate::plan::size_class(bytes));
-        if self.nranks > 512 {
+    /// estimate module's default tail). With the set-up calibration all of them are on the
+    /// calibrated topology, and its per-message overhead gives two more: the median over ranks
+    /// of their time in the call (`rank_median_s`, what a profile's median measures) and the
+    /// completion (`completion_s`). `library_route`: the calls took the library's `MPI_Bcast`, so its
+    /// algorithm is predicted. Used when a profile is written, never on the hot path; the
+    /// distribution models are skipped above 512 ranks to bound the cost at finalize.
+    pub fn predict_time(
+        &self,
+        root: u32,
+        bytes: u64,
+        library_route: bool,
+    ) -> Option<crate::profile::report::Predicted> {
+        let t = match &self.calibrated {
+            Some(c) => &*c.topology,
+            None => self.topology.as_deref()?,
+        };
+        let p = self.predicted_plan(root, bytes, library_route);
+        let calibrated = self
+            .calibrated
+            .as_ref()
+            .and_then(|c| self.calibrated_times(c, &p, bytes));
+        let mut out = if self.nranks > 512 {
             let d = crate::estimate::evaluate_deterministic(t, &p, bytes).ok()?;
-            return Some(crate::profile::report::Predicted {
+            crate::profile::report::Predicted {
                 deterministic_s: d.completion_s,
                 ..Default::default()
-            });
+            }
+        } else {
+            let pr = crate::estimate::predict_plan_time(t, &p, bytes, &Default::default()).ok()?;
+            crate::profile::report::Predicted {
+                deterministic_s: pr.deterministic.completion_s,
+                pareto_mean_s: Some(pr.pareto.mean_s),
+                pareto_p99_s: Some(pr.pareto.p99_s),
+                normal_mean_s: Some(pr.normal.mean_s),
+                normal_p99_s: Some(pr.normal.p99_s),
+                ..Default::default()
+            }
+        };
+        if let Some(c) = calibrated {
+            out.completion_s = Some(c.completion_s);
+            out.rank_median_s = Some(c.rank_median_s);
         }
-        let pr = crate::estimate::predict_plan_time(t, &p, bytes, &Default::default()).ok()?;
-        Some(crate::profile::report::Predicted {
-            deterministic_s: pr.deterministic.completion_s,
-            pareto_mean_s: Some(pr.pareto.mean_s),
-            pareto_p99_s: Some(pr.pareto.p99_s),
-            normal_mean_s: Some(pr.normal.mean_s),
-            normal_p99_s: Some(pr.normal.p99_s),
-        })
+        Some(out)
     }
 
     /// The plan poison travels along when the root itself cannot take part (its own arguments
@@ -343,6 +416,28 @@ impl Planner {
         let p = Plan::from_tree(root, &trees::binomial(self.nranks, root), 1, "poison");
         LocalPlan::from_plan(&p, me)
     }
+}
+
+/// The predictions' inputs from what the job measured: the topology with the host-mates' path
+/// on its host links, and the per-message overhead (the ring's when the job spans hosts, else
+/// the send burst's). `None` with `TREECAST_CALIBRATE=0`, without a topology, or when nothing
+/// was measured.
+fn calibrated(
+    topology: Option<&std::sync::Arc<crate::topology::Topology>>,
+    enabled: bool,
+    ring_overhead_s: Option<f64>,
+    measured: Option<crate::estimate::calibrate::Calibration>,
+) -> Option<Calibrated> {
+    let t = topology.filter(|_| enabled)?;
+    if measured.is_none() && ring_overhead_s.is_none() {
+        return None;
+    }
+    let topology = match measured.and_then(|m| m.host_path) {
+        Some(p) => std::sync::Arc::new(crate::estimate::calibrate::with_host_links(t, p)),
+        None => t.clone(),
+    };
+    let overhead_s = ring_overhead_s.or(measured.map(|m| m.overhead_s)).unwrap_or(0.0);
+    Some(Calibrated { topology, overhead_s })
 }
 
 #[cfg(test)]
@@ -360,6 +455,7 @@ mod tests {
             message_overhead_s: None,
             local: Default::default(),
             local_above: crate::plan::local::FULL_CHOOSER_MAX_RANKS,
+            calibrated: None,
         }
     }
 

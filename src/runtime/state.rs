@@ -139,6 +139,12 @@ impl CommState {
         self.routes.get_mut(&(root, class)).expect("just inserted")
     }
 
+    /// Whether broadcasts of `bytes` from `root` settled on the library's `MPI_Bcast`.
+    fn library_route(&self, root: u32, bytes: u64) -> bool {
+        let key = (root, crate::plan::size_class(bytes));
+        self.routes.get(&key).and_then(|s| s.settled()) == Some(super::route::Route::Library)
+    }
+
     /// Every (root, size class) seen so far with its route selection, sorted (identical on
     /// every rank: all take the same decisions at the same calls).
     pub fn routes(&self) -> Vec<((u32, u8), &super::route::Selection)> {
@@ -473,10 +479,11 @@ impl crate::profile::ProfiledComm for CommState {
         &mut self.profile
     }
     fn predict_time(&self, root: u32, bytes: u64) -> Option<crate::profile::report::Predicted> {
-        self.planner.predict_time(root, bytes)
+        self.planner.predict_time(root, bytes, self.library_route(root, bytes))
     }
     fn predict_arrivals(&self, root: u32, bytes: u64) -> (String, Option<Vec<f64>>) {
-        self.planner.predict_arrivals(root, bytes)
+        self.planner
+            .predict_arrivals(root, bytes, self.library_route(root, bytes))
     }
     fn routes(&self) -> Vec<crate::profile::report::RouteReport> {
         CommState::routes(self)

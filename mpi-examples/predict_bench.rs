@@ -1,0 +1,130 @@
+//! How well a profile's predictions match what the job measures, per message size: the
+//! benchmark of issue 23's calibrated predictions.
+//!
+//! ```text
+//! cargo build --release --example predict_bench
+//! mpirun -np 4 --oversubscribe target/release/examples/predict_bench [CALLS=200]
+//! ```
+//!
+//! Every rank makes `topo_bcast` calls from one call site, each after a barrier (so the ranks
+//! enter together, as the prediction assumes), of 1 KiB, 4 KiB, ... 16 MiB (powers of 4; up
+//! to `CALLS` per size, fewer for the largest so that each size moves at most 256 MiB), with
+//! profiling on and every call timed (`TREECAST_PROFILE_TIMING=all`; the profile goes to a
+//! temporary file unless `TREECAST_PROFILE` names one). After `MPI_Finalize` rank 0 reads the
+//! profile and prints, per size class, the measured median of per-rank call durations, the
+//! prediction the profile compares with it (with the set-up calibration: the median rank's
+//! predicted time in the call; `TREECAST_CALIBRATE=0`: the uncalibrated contention-free
+//! completion, as before calibration existed), the error and whether it is within 25%; then
+//! `median prediction within 25%: met` or `NOT met` (every size within 25%).
+
+use mpi::traits::*;
+use treecast::profile::report::ProfileReport;
+use treecast::TopoBcast;
+
+const GOAL: f64 = 0.25;
+
+fn main() {
+    let own_profile = std::env::var_os("TREECAST_PROFILE").is_none().then(|| {
+        let path = std::env::temp_dir().join(format!("treecast-predict-bench-{}.json", std::process::id()));
+        // Single-threaded here: MPI is not initialised yet.
+        std::env::set_var("TREECAST_PROFILE", &path);
+        path
+    });
+    let profile = std::path::PathBuf::from(std::env::var_os("TREECAST_PROFILE").expect("set above"));
+    if std::env::var_os("TREECAST_PROFILE_TIMING").is_none() {
+        std::env::set_var("TREECAST_PROFILE_TIMING", "all");
+    }
+    let calls: usize = std::env::args()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(200)
+        .max(1);
+    let sizes: Vec<usize> = (0..8).map(|k| 1024usize << (2 * k)).collect();
+
+    let universe = mpi::initialize().expect("MPI initialisation failed");
+    let world = universe.world();
+    let mut buf = vec![world.rank() as u8; *sizes.last().unwrap()];
+    let nranks = world.size();
+    for &bytes in &sizes {
+        let n = calls.min((256usize << 20) / bytes).max(10);
+        for _ in 0..n {
+            world.barrier();
+            if let Err(e) = world.topo_bcast(&mut buf[..bytes], 0) {
+                eprintln!("rank {}: topo_bcast failed: {e}", world.rank());
+                world.abort(1);
+            }
+        }
+    }
+    let rank = world.rank();
+    drop(universe); // MPI_Finalize: rank 0 writes the profile
+    if rank != 0 {
+        return;
+    }
+    let report = match ProfileReport::load(&profile) {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("predict_bench: {e}");
+            std::process::exit(2);
+        }
+    };
+    if let Some(p) = own_profile {
+        let _ = std::fs::remove_file(p);
+    }
+    let Some(site) = report
+        .communicators
+        .iter()
+        .flat_map(|c| &c.sites)
+        .max_by_key(|s| s.calls)
+    else {
+        eprintln!("predict_bench: the profile has no call site");
+        std::process::exit(2);
+    };
+    let calibrated = site
+        .size_classes
+        .iter()
+        .any(|c| c.predicted.is_some_and(|p| p.rank_median_s.is_some()));
+    println!(
+        "{nranks} ranks, topo_bcast after a barrier, predictions {}",
+        if calibrated {
+            "calibrated at set-up (median rank's time in the call)"
+        } else {
+            "uncalibrated (contention-free completion)"
+        }
+    );
+    println!(
+        "{:>10} {:>6} {:>14} {:>14} {:>9}  within 25%",
+        "size", "calls", "measured us", "predicted us", "error"
+    );
+    let mut all = true;
+    for &bytes in &sizes {
+        let Some(c) = site
+            .size_classes
+            .iter()
+            .find(|c| c.min_bytes <= bytes as u64 && bytes as u64 <= c.max_bytes)
+        else {
+            println!("{bytes:>10} (no calls in the profile)");
+            all = false;
+            continue;
+        };
+        let measured = c.time.median_s;
+        let (pred, err) = match c.predicted {
+            Some(p) => (format!("{:.1}", p.comparable_s() * 1e6), p.error(measured)),
+            None => ("-".into(), None),
+        };
+        let ok = err.is_some_and(|e| e.abs() <= GOAL);
+        all &= ok;
+        println!(
+            "{:>10} {:>6} {:>14.1} {:>14} {:>9}  {}",
+            bytes,
+            c.calls,
+            measured * 1e6,
+            pred,
+            err.map_or("-".into(), |e| format!("{:+.0}%", e * 100.0)),
+            if ok { "yes" } else { "no" }
+        );
+    }
+    println!(
+        "median prediction within 25% of the measured median, 1 KiB .. 16 MiB: {}",
+        if all { "met" } else { "NOT met" }
+    );
+}
