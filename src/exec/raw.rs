@@ -550,6 +550,48 @@ pub fn bcast<T: Element>(buf: &mut [T], root: c_int, comm: MPI_Comm) -> Result<(
     )
 }
 
+/// `MPI_Bcast` of a byte buffer of any length (cut into 1 MiB blocks beyond an MPI count, see
+/// [`byte_message_type`]); every rank passes a buffer of the same length.
+pub fn bcast_bytes(buf: &mut [u8], root: c_int, comm: MPI_Comm) -> Result<()> {
+    let (count, dt) = byte_message_type(buf.len() as u64)?;
+    // SAFETY: buf holds `count` elements of `dt` for the call's duration.
+    check(
+        unsafe { ffi::PMPI_Bcast(buf.as_mut_ptr() as *mut c_void, count, dt.handle(), root, comm) },
+        "MPI_Bcast",
+    )
+}
+
+/// Blocking `MPI_Send` of `buf`.
+pub fn send<T: Element>(buf: &[T], dst: c_int, tag: c_int, comm: MPI_Comm) -> Result<()> {
+    let count = count_of(buf.len())?;
+    // SAFETY: buf holds `count` elements for the call's duration (MPI only reads it).
+    check(
+        unsafe { ffi::PMPI_Send(send_ptr(buf), count, T::datatype(), dst, tag, comm) },
+        "MPI_Send",
+    )
+}
+
+/// Blocking `MPI_Recv` into `buf` (a message of at most its length).
+pub fn recv<T: Element>(buf: &mut [T], src: c_int, tag: c_int, comm: MPI_Comm) -> Result<()> {
+    let count = count_of(buf.len())?;
+    let mut st = empty_status();
+    // SAFETY: buf holds `count` elements for the call's duration.
+    check(
+        unsafe {
+            ffi::PMPI_Recv(
+                buf.as_mut_ptr() as *mut c_void,
+                count,
+                T::datatype(),
+                src,
+                tag,
+                comm,
+                &mut st,
+            )
+        },
+        "MPI_Recv",
+    )
+}
+
 /// `MPI_Bcast` of a caller's buffer and datatype, returning MPI's code (the library route's hot
 /// path and the profiler's comparisons: the caller turns codes into errors as it needs).
 ///

@@ -6,8 +6,8 @@ use super::report::{
 };
 use super::ProfiledComm;
 use super::{sites, Histogram, SiteStats};
-use crate::exec::raw::{self, check};
-use mpi::ffi::{self, MPI_Comm};
+use crate::exec::raw;
+use mpi::ffi::MPI_Comm;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::os::raw::c_int;
@@ -29,17 +29,13 @@ struct RankWire {
 }
 
 fn processor_name() -> String {
-    let mut buf = vec![0u8; ffi::MPI_MAX_PROCESSOR_NAME as usize + 1];
-    let mut len: c_int = 0;
-    // SAFETY: buffer of MPI_MAX_PROCESSOR_NAME bytes.
-    unsafe { ffi::PMPI_Get_processor_name(buf.as_mut_ptr() as *mut _, &mut len) };
-    buf.truncate(len.max(0) as usize);
-    String::from_utf8_lossy(&buf).into_owned()
+    let buf = raw::processor_name();
+    let len = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
+    String::from_utf8_lossy(&buf[..len]).into_owned()
 }
 
 fn world_rank() -> i32 {
-    // SAFETY: reading a constant handle.
-    raw::comm_rank(unsafe { ffi::RSMPI_COMM_WORLD }).unwrap_or(-1)
+    raw::comm_rank(raw::comm_world()).unwrap_or(-1)
 }
 
 /// Cristian's algorithm against rank 0: a few ping-pongs, keep the offset of the fastest.
@@ -47,99 +43,55 @@ fn world_rank() -> i32 {
 fn clock_offset(comm: MPI_Comm, rank: u32, size: u32, tag: c_int) -> crate::error::Result<(f64, f64)> {
     // Enough rounds that one of them is rarely disturbed on a loaded node.
     const ROUNDS: usize = 12;
-    // SAFETY: blocking point-to-point on our duplicate communicator with a reserved tag.
-    unsafe {
-        let dt = ffi::RSMPI_DOUBLE;
-        if rank == 0 {
-            for r in 1..size as c_int {
-                for _ in 0..ROUNDS {
-                    let mut ping = 0f64;
-                    let mut st = raw::empty_status();
-                    check(
-                        ffi::PMPI_Recv(&mut ping as *mut f64 as *mut _, 1, dt, r, tag, comm, &mut st),
-                        "MPI_Recv",
-                    )?;
-                    let now = raw::wtime();
-                    check(
-                        ffi::PMPI_Send(&now as *const f64 as *const _, 1, dt, r, tag, comm),
-                        "MPI_Send",
-                    )?;
-                }
-            }
-            Ok((0.0, 0.0))
-        } else {
-            let mut best = (f64::INFINITY, 0.0);
+    // Blocking point-to-point on our duplicate communicator with a reserved tag.
+    if rank == 0 {
+        for r in 1..size as c_int {
             for _ in 0..ROUNDS {
-                let t1 = raw::wtime();
-                check(
-                    ffi::PMPI_Send(&t1 as *const f64 as *const _, 1, dt, 0, tag, comm),
-                    "MPI_Send",
-                )?;
-                let mut t0 = 0f64;
-                let mut st = raw::empty_status();
-                check(
-                    ffi::PMPI_Recv(&mut t0 as *mut f64 as *mut _, 1, dt, 0, tag, comm, &mut st),
-                    "MPI_Recv",
-                )?;
-                let t2 = raw::wtime();
-                if t2 - t1 < best.0 {
-                    best = (t2 - t1, t0 - 0.5 * (t1 + t2));
-                }
+                let mut ping = [0f64];
+                raw::recv(&mut ping, r, tag, comm)?;
+                raw::send(&[raw::wtime()], r, tag, comm)?;
             }
-            Ok((best.1, 0.5 * best.0))
         }
+        Ok((0.0, 0.0))
+    } else {
+        let mut best = (f64::INFINITY, 0.0);
+        for _ in 0..ROUNDS {
+            let t1 = raw::wtime();
+            raw::send(&[t1], 0, tag, comm)?;
+            let mut t0 = [0f64];
+            raw::recv(&mut t0, 0, tag, comm)?;
+            let t2 = raw::wtime();
+            if t2 - t1 < best.0 {
+                best = (t2 - t1, t0[0] - 0.5 * (t1 + t2));
+            }
+        }
+        Ok((best.1, 0.5 * best.0))
     }
 }
 
 /// Gather variable-size byte blobs to rank 0 of `comm`.
 fn gather_bytes(comm: MPI_Comm, rank: u32, size: u32, mine: &[u8]) -> crate::error::Result<Vec<Vec<u8>>> {
-    let len = mine.len() as i64;
     let mut lens = vec![0i64; if rank == 0 { size as usize } else { 0 }];
-    // SAFETY: collective calls on our duplicate; buffers sized as MPI requires.
-    unsafe {
-        check(
-            ffi::PMPI_Gather(
-                &len as *const i64 as *const _,
-                1,
-                ffi::RSMPI_INT64_T,
-                lens.as_mut_ptr() as *mut _,
-                1,
-                ffi::RSMPI_INT64_T,
-                0,
-                comm,
-            ),
-            "MPI_Gather",
-        )?;
-        let counts: Vec<c_int> = lens.iter().map(|&l| l as c_int).collect();
-        let mut displs = Vec::with_capacity(counts.len());
-        let mut total = 0usize;
-        for &c in &counts {
-            displs.push(total as c_int);
-            total += c as usize;
-        }
-        // An empty Vec's dangling pointer is 0x1 = Open MPI's MPI_IN_PLACE: never pass one.
-        let mut all = vec![0u8; total + 1];
-        let send: &[u8] = if mine.is_empty() { &[0] } else { mine };
-        check(
-            ffi::PMPI_Gatherv(
-                send.as_ptr() as *const _,
-                mine.len() as c_int,
-                raw::byte_type(),
-                all.as_mut_ptr() as *mut _,
-                counts.as_ptr(),
-                displs.as_ptr(),
-                raw::byte_type(),
-                0,
-                comm,
-            ),
-            "MPI_Gatherv",
-        )?;
-        Ok(counts
-            .iter()
-            .zip(&displs)
-            .map(|(&c, &d)| all[d as usize..(d + c) as usize].to_vec())
-            .collect())
+    // SAFETY (both gathers): collective on our duplicate, every buffer kept alive until the
+    // request completes right after.
+    let mut req = unsafe { raw::igather(&[mine.len() as i64], &mut lens, 0, comm)? };
+    raw::wait_all(std::slice::from_mut(&mut req))?;
+    let counts: Vec<c_int> = lens.iter().map(|&l| l as c_int).collect();
+    let mut displs = Vec::with_capacity(counts.len());
+    let mut total = 0usize;
+    for &c in &counts {
+        displs.push(total as c_int);
+        total += c as usize;
     }
+    // An empty Vec's dangling pointer is 0x1 = Open MPI's MPI_IN_PLACE: never pass one.
+    let mut all = vec![0u8; total + 1];
+    let mut req = unsafe { raw::igatherv(mine, &mut all, &counts, &displs, 0, comm)? };
+    raw::wait_all(std::slice::from_mut(&mut req))?;
+    Ok(counts
+        .iter()
+        .zip(&displs)
+        .map(|(&c, &d)| all[d as usize..(d + c) as usize].to_vec())
+        .collect())
 }
 
 fn time_stats(h: &Histogram) -> TimeStats {
@@ -457,10 +409,7 @@ fn timeline(st: &dyn ProfiledComm, c: &super::arrival::AlignedCall) -> SampleCal
 /// `MPI_COMM_WORLD` there is no safe world-wide collective, so each rank holding reports writes
 /// `<path>.<world rank>` instead.
 pub fn finish(world: Option<&mut dyn ProfiledComm>, path: &str) {
-    let world_size = {
-        // SAFETY: reading a constant handle.
-        raw::comm_size(unsafe { ffi::RSMPI_COMM_WORLD }).unwrap_or(0) as u32
-    };
+    let world_size = { raw::comm_size(raw::comm_world()).unwrap_or(0) as u32 };
     match world {
         Some(w) if w.profile().enabled => {
             if !w.profile().gathered {
@@ -513,18 +462,7 @@ fn write(path: &str, world_size: u32, communicators: Vec<CommReport>) {
 /// Whether a compare call should time MPI_Bcast: every rank's topo_bcast must have succeeded,
 /// else sizes may differ across ranks and MPI_Bcast could fail or hang.
 pub fn all_ok(comm: MPI_Comm, ok: bool) -> bool {
-    let mine: c_int = ok as c_int;
-    let mut all: c_int = 0;
-    // SAFETY: collective on our duplicate.
-    let rc = unsafe {
-        ffi::PMPI_Allreduce(
-            &mine as *const c_int as *const _,
-            &mut all as *mut c_int as *mut _,
-            1,
-            ffi::RSMPI_INT32_T,
-            ffi::RSMPI_MIN,
-            comm,
-        )
-    };
-    rc == ffi::MPI_SUCCESS as c_int && all != 0
+    // The largest "failed" flag: 0 only when every rank succeeded (collective on our duplicate).
+    let mut any_failed = [1 as c_int];
+    raw::allreduce_max(&[c_int::from(!ok)], &mut any_failed, comm).is_ok() && any_failed[0] == 0
 }

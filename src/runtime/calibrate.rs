@@ -13,9 +13,8 @@
 use super::hosts::Hosts;
 use crate::error::Result;
 use crate::estimate::calibrate::{fit_path_cost, overhead_from_burst, split_overhead, Calibration};
-use crate::exec::raw::{self, check};
-use mpi::ffi::{self, MPI_Comm};
-use std::ffi::c_void;
+use crate::exec::raw;
+use mpi::ffi::MPI_Comm;
 use std::os::raw::c_int;
 
 /// Ping-pong sizes: a latency-bound and a bandwidth-bound message.
@@ -83,10 +82,7 @@ pub unsafe fn measure(comm: MPI_Comm, rank: u32, hosts: &Hosts) -> Result<Option
         };
         out = [one_way[0], one_way[1], burst];
     }
-    check(
-        ffi::PMPI_Bcast(out.as_mut_ptr() as *mut c_void, 3, ffi::RSMPI_DOUBLE, a as c_int, comm),
-        "MPI_Bcast",
-    )?;
+    raw::bcast(&mut out, a as c_int, comm)?;
     let [small, large, burst] = out;
     let path = fit_path_cost((SMALL_BYTES, small), (LARGE_BYTES, large));
     let overhead_s = overhead_from_burst(BURST, burst).unwrap_or(0.0);
@@ -105,29 +101,14 @@ pub unsafe fn measure(comm: MPI_Comm, rank: u32, hosts: &Hosts) -> Result<Option
     }))
 }
 
-unsafe fn send(comm: MPI_Comm, peer: c_int, buf: &[u8], bytes: u64) -> Result<()> {
-    let (count, dt) = raw::byte_message_type(bytes)?;
-    check(
-        ffi::PMPI_Send(buf.as_ptr() as *mut c_void, count, dt.handle(), peer, TAG, comm),
-        "MPI_Send",
-    )
+/// The first `bytes` of `buf` to `peer` (`buf` is the largest message's buffer).
+fn send(comm: MPI_Comm, peer: c_int, buf: &[u8], bytes: u64) -> Result<()> {
+    raw::send(&buf[..bytes as usize], peer, TAG, comm)
 }
 
-unsafe fn recv(comm: MPI_Comm, peer: c_int, buf: &mut [u8], bytes: u64) -> Result<()> {
-    let (count, dt) = raw::byte_message_type(bytes)?;
-    let mut st = raw::empty_status();
-    check(
-        ffi::PMPI_Recv(
-            buf.as_mut_ptr() as *mut c_void,
-            count,
-            dt.handle(),
-            peer,
-            TAG,
-            comm,
-            &mut st,
-        ),
-        "MPI_Recv",
-    )
+/// A message of `bytes` from `peer` into the start of `buf`.
+fn recv(comm: MPI_Comm, peer: c_int, buf: &mut [u8], bytes: u64) -> Result<()> {
+    raw::recv(&mut buf[..bytes as usize], peer, TAG, comm)
 }
 
 #[cfg(test)]

@@ -17,11 +17,10 @@
 use super::config::Config;
 use super::hosts::{discover_hosts, Hosts};
 use crate::error::{Error, ErrorKind, Result};
-use crate::exec::raw::{self, check};
+use crate::exec::raw;
 use crate::topology::{self, Topology, TopologyBuilder, VertexKind};
-use mpi::ffi::{self, MPI_Comm};
+use mpi::ffi::MPI_Comm;
 use std::collections::HashMap;
-use std::ffi::c_void;
 use std::os::raw::c_int;
 use std::sync::Arc;
 
@@ -199,10 +198,7 @@ pub unsafe fn acquire(comm: MPI_Comm, rank: u32, size: u32, cfg: &Config) -> Res
     // Probing is collective among host leaders; rank 0 asks for it through the broadcast flag.
     let want_probe = rank == 0 && matches!(decided, Decision::Probe) && cfg.probe;
     let mut flag: c_int = want_probe as c_int;
-    check(
-        ffi::PMPI_Bcast(&mut flag as *mut c_int as *mut c_void, 1, ffi::RSMPI_INT32_T, 0, comm),
-        "MPI_Bcast",
-    )?;
+    raw::bcast(std::slice::from_mut(&mut flag), 0, comm)?;
     if flag != 0 {
         let t0 = raw::wtime();
         let probed = super::mpi_prober::probe_and_infer(comm, rank, &hosts, cfg);
@@ -264,10 +260,7 @@ pub unsafe fn acquire(comm: MPI_Comm, rank: u32, size: u32, cfg: &Config) -> Res
         Some((hop, members)) if rank == 0 => message_overhead(&t, *hop, members),
         _ => 0.0,
     };
-    check(
-        ffi::PMPI_Bcast(&mut overhead as *mut f64 as *mut c_void, 1, ffi::RSMPI_DOUBLE, 0, comm),
-        "MPI_Bcast",
-    )?;
+    raw::bcast(std::slice::from_mut(&mut overhead), 0, comm)?;
     Ok(Acquired {
         topology: Some(Arc::new(t)),
         source,
@@ -290,10 +283,7 @@ unsafe fn calibrate(
         return Ok(None); // nothing to measure: the same on every rank, no message needed
     }
     let mut flag: c_int = (rank == 0 && cfg.calibrate && cfg.profile_path.is_some()) as c_int;
-    check(
-        ffi::PMPI_Bcast(&mut flag as *mut c_int as *mut c_void, 1, ffi::RSMPI_INT32_T, 0, comm),
-        "MPI_Bcast",
-    )?;
+    raw::bcast(std::slice::from_mut(&mut flag), 0, comm)?;
     if flag == 0 {
         return Ok(None);
     }
@@ -383,20 +373,13 @@ fn host_tree_on_rank0(hosts: &Hosts, cfg: &Config) -> Decision {
 /// Broadcast a string from rank 0 (length, then bytes).
 unsafe fn bcast_string(comm: MPI_Comm, rank: u32, s: &str) -> Result<String> {
     let mut len: i64 = if rank == 0 { s.len() as i64 } else { 0 };
-    check(
-        ffi::PMPI_Bcast(&mut len as *mut i64 as *mut c_void, 1, ffi::RSMPI_INT64_T, 0, comm),
-        "MPI_Bcast",
-    )?;
+    raw::bcast(std::slice::from_mut(&mut len), 0, comm)?;
     let mut buf = if rank == 0 {
         s.as_bytes().to_vec()
     } else {
         vec![0u8; len as usize]
     };
-    let (count, dt) = raw::byte_message_type(len as u64)?;
-    check(
-        ffi::PMPI_Bcast(buf.as_mut_ptr() as *mut c_void, count, dt.handle(), 0, comm),
-        "MPI_Bcast",
-    )?;
+    raw::bcast_bytes(&mut buf, 0, comm)?;
     String::from_utf8(buf).map_err(|_| Error::new(ErrorKind::Other, "broadcast topology is not UTF-8"))
 }
 
