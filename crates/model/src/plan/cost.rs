@@ -216,7 +216,19 @@ impl<'t> CostModel<'t> {
 
     /// Route between two vertices (usually ranks).
     pub fn route_vertices(&self, from: VertexId, to: VertexId) -> Route {
-        let path = self.topo.path(from, to);
+        // One path buffer per thread: a route's own hops are its only allocation.
+        thread_local! {
+            static PATH: std::cell::RefCell<Vec<crate::topology::DirLink>> = const { std::cell::RefCell::new(Vec::new()) };
+        }
+        PATH.with(|buf| {
+            let mut path = buf.borrow_mut();
+            self.topo.path_into(from, to, &mut path);
+            self.route_on(&path)
+        })
+    }
+
+    /// The route along `path` (directed links in traversal order).
+    fn route_on(&self, path: &[crate::topology::DirLink]) -> Route {
         let rate = path
             .iter()
             .map(|&d| self.topo.dir_params(d).bandwidth_bps)
@@ -228,7 +240,7 @@ impl<'t> CostModel<'t> {
         };
         let mut offset = 0.0;
         let mut hops = Vec::with_capacity(path.len());
-        for d in path {
+        for &d in path {
             let p = self.topo.dir_params(d);
             offset += p.latency_s;
             if dur > 0.0 && p.bandwidth_bps.is_finite() {

@@ -230,11 +230,19 @@ impl Topology {
 
     /// The directed links from `from` to `to` along the unique tree path, in traversal order.
     pub fn path(&self, from: VertexId, to: VertexId) -> Vec<DirLink> {
-        // One exact allocation (planners ask for tens of thousands of short paths): the links
-        // up from `from` to the common ancestor, then those up from `to`, reversed in place.
+        let mut out = Vec::new();
+        self.path_into(from, to, &mut out);
+        out
+    }
+
+    /// [`Self::path`] written into `out` (cleared first), so that callers asking for many
+    /// short paths (the planners' routes: hundreds of thousands at 16,384 ranks) reuse one
+    /// buffer: the links up from `from` to the common ancestor, then those up from `to`,
+    /// reversed in place.
+    pub fn path_into(&self, from: VertexId, to: VertexId, out: &mut Vec<DirLink>) {
+        out.clear();
         let w = self.lca(from, to);
-        let len = self.depth[from] + self.depth[to] - 2 * self.depth[w];
-        let mut out = Vec::with_capacity(len as usize);
+        out.reserve((self.depth[from] + self.depth[to] - 2 * self.depth[w]) as usize);
         let mut u = from;
         while u != w {
             let (p, l) = self.parent[u].expect("a vertex below the common ancestor has a parent");
@@ -249,7 +257,6 @@ impl Topology {
             v = p;
         }
         out[up..].reverse();
-        out
     }
 
     /// Lowest common ancestor in the anchor rooting.
