@@ -40,6 +40,15 @@ fn profile_counts_calls_and_bytes_exactly() {
     assert_eq!(world.size, np);
     assert_eq!(world.hosts.len(), np as usize);
     assert_eq!(world.sites.len(), 2, "{:#?}", world.sites);
+    // Every rank's offset to rank 0 was measured at set-up and at the gather, and the drift
+    // between them, by which times in between are mapped, is a plausible one.
+    assert_eq!(world.clocks.len(), np as usize);
+    for k in &world.clocks {
+        assert!(k.offset_at_setup_s.is_some(), "{k:?}");
+        let drift = k.drift_ppm.expect("drift");
+        assert!(drift.is_finite() && drift.abs() <= 1000.0, "{k:?}");
+        assert!(k.offset_error_s >= 0.0 && k.offset_error_s.is_finite(), "{k:?}");
+    }
     let a = world
         .sites
         .iter()

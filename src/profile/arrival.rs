@@ -15,10 +15,10 @@
 use super::report::ArrivalReport;
 use super::LastCall;
 
-/// One rank's calls every rank timed, with its clock offset to rank 0 (seconds).
+/// One rank's calls every rank timed, with the map of its clock to rank 0's.
 pub struct RankCalls<'a> {
     pub rank: u32,
-    pub offset_s: f64,
+    pub clock: super::offset::ClockMap,
     pub calls: &'a [LastCall],
 }
 
@@ -75,7 +75,7 @@ pub fn align(ranks: &[RankCalls<'_>]) -> Vec<AlignedCall> {
             let Some(l) = r.calls.iter().find(|l| l.seq == c.seq) else {
                 break;
             };
-            parts.push((r.rank, l.enter_s + r.offset_s, l.done_s + r.offset_s));
+            parts.push((r.rank, r.clock.to_rank0(l.enter_s), r.clock.to_rank0(l.done_s)));
         }
         if parts.len() == ranks.len() && parts.iter().all(|p| p.1.is_finite() && p.2.is_finite()) {
             parts.sort_by_key(|p| p.0);
@@ -164,12 +164,12 @@ mod tests {
         let a = align(&[
             RankCalls {
                 rank: 0,
-                offset_s: 0.0,
+                clock: crate::profile::offset::ClockMap::constant(0.0),
                 calls: &r0,
             },
             RankCalls {
                 rank: 1,
-                offset_s: 1.0,
+                clock: crate::profile::offset::ClockMap::constant(1.0),
                 calls: &r1,
             },
         ]);

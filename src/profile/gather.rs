@@ -1,5 +1,6 @@
 //! Gathering profiles to rank 0 and writing the file (see the module docs of `profile`).
 
+use super::offset::{ClockMap, Offset};
 use super::report::{
     class_bytes, CommReport, Compare, ProfileReport, RankClock, RankTiming, SampleCall, SiteReport, SizeClassReport,
     TimeStats, PROFILE_VERSION,
@@ -22,8 +23,9 @@ struct RankWire {
     rank: u32,
     world_rank: i32,
     host: String,
-    /// Add to this rank's clock to get rank 0's.
-    clock_offset_s: f64,
+    /// This rank's offsets to rank 0's clock, when profiling started and now.
+    setup_offset: Option<Offset>,
+    end_offset: Offset,
     clock: RankClock,
     sites: Vec<(String, SiteStats)>,
 }
@@ -38,12 +40,13 @@ fn world_rank() -> i32 {
     raw::comm_rank(raw::comm_world()).unwrap_or(-1)
 }
 
-/// Cristian's algorithm against rank 0: a few ping-pongs, keep the offset of the fastest.
-/// Returns this rank's offset and its error bound, half the fastest round trip (0 on rank 0).
-fn clock_offset(comm: MPI_Comm, rank: u32, size: u32, tag: c_int) -> crate::error::Result<(f64, f64)> {
+/// Cristian's algorithm against rank 0: a few ping-pongs, keep the offset of the fastest, with
+/// its error bound (half that round trip) and the local time it holds at (0 offset and error
+/// on rank 0). Collective over `comm` (blocking point-to-point on our duplicate with a reserved
+/// tag): at a communicator's set-up when it is profiled, and again when it is gathered.
+pub fn measure_offset(comm: MPI_Comm, rank: u32, size: u32, tag: c_int) -> crate::error::Result<Offset> {
     // Enough rounds that one of them is rarely disturbed on a loaded node.
     const ROUNDS: usize = 12;
-    // Blocking point-to-point on our duplicate communicator with a reserved tag.
     if rank == 0 {
         for r in 1..size as c_int {
             for _ in 0..ROUNDS {
@@ -52,9 +55,13 @@ fn clock_offset(comm: MPI_Comm, rank: u32, size: u32, tag: c_int) -> crate::erro
                 raw::send(&[raw::wtime()], r, tag, comm)?;
             }
         }
-        Ok((0.0, 0.0))
+        Ok(Offset {
+            at_s: raw::wtime(),
+            offset_s: 0.0,
+            error_s: 0.0,
+        })
     } else {
-        let mut best = (f64::INFINITY, 0.0);
+        let mut best = (f64::INFINITY, Offset::default());
         for _ in 0..ROUNDS {
             let t1 = raw::wtime();
             raw::send(&[t1], 0, tag, comm)?;
@@ -62,10 +69,25 @@ fn clock_offset(comm: MPI_Comm, rank: u32, size: u32, tag: c_int) -> crate::erro
             raw::recv(&mut t0, 0, tag, comm)?;
             let t2 = raw::wtime();
             if t2 - t1 < best.0 {
-                best = (t2 - t1, t0[0] - 0.5 * (t1 + t2));
+                let mid = 0.5 * (t1 + t2);
+                best = (
+                    t2 - t1,
+                    Offset {
+                        at_s: mid,
+                        offset_s: t0[0] - mid,
+                        error_s: 0.5 * (t2 - t1),
+                    },
+                );
             }
         }
-        Ok((best.1, 0.5 * best.0))
+        Ok(best.1)
+    }
+}
+
+impl RankWire {
+    /// This rank's times on rank 0's clock.
+    fn clock_map(&self) -> ClockMap {
+        ClockMap::new(self.setup_offset, self.end_offset)
     }
 }
 
@@ -175,7 +197,9 @@ fn by_name(sites: &super::SiteMap) -> Vec<(String, SiteStats)> {
 
 fn try_gather_comm(st: &mut dyn ProfiledComm) -> crate::error::Result<()> {
     let (comm, rank, size) = (st.comm(), st.rank(), st.size());
-    let (offset, offset_error_s) = clock_offset(comm, rank, size, st.control_tag())?;
+    let end_offset = measure_offset(comm, rank, size, st.control_tag())?;
+    let setup_offset = st.profile().setup_offset;
+    let map = ClockMap::new(setup_offset, end_offset);
     let clock = super::clock::Clock::global();
     let wire = RankWire {
         clock: RankClock {
@@ -184,13 +208,16 @@ fn try_gather_comm(st: &mut dyn ProfiledComm) -> crate::error::Result<()> {
             ns_per_tick: clock.s_per_tick() * 1e9,
             rate_error: clock.rate_error(),
             rate_error_at_finalize: clock.long_rate().1,
-            offset_s: offset,
-            offset_error_s,
+            offset_s: end_offset.offset_s,
+            offset_error_s: map.error_s(),
+            offset_at_setup_s: setup_offset.map(|o| o.offset_s),
+            drift_ppm: setup_offset.map(|_| map.drift() * 1e6),
         },
         rank,
         world_rank: world_rank(),
         host: processor_name(),
-        clock_offset_s: offset,
+        setup_offset,
+        end_offset,
         sites: by_name(&st.profile_mut().tally.sites()),
     };
     let bytes = postcard::to_stdvec(&wire)
@@ -284,7 +311,10 @@ fn merge(st: &dyn ProfiledComm, ranks: &[RankWire]) -> CommReport {
             let first = parts.first()?.1;
             let mut ranks: Vec<(u32, f64, f64)> = parts
                 .iter()
-                .map(|(r, l)| (r.rank, l.enter_s + r.clock_offset_s, l.done_s + r.clock_offset_s))
+                .map(|(r, l)| {
+                    let m = r.clock_map();
+                    (r.rank, m.to_rank0(l.enter_s), m.to_rank0(l.done_s))
+                })
                 .collect();
             ranks.sort_by_key(|p| p.0);
             Some(timeline(
@@ -304,7 +334,7 @@ fn merge(st: &dyn ProfiledComm, ranks: &[RankWire]) -> CommReport {
                 .iter()
                 .map(|(r, s)| super::arrival::RankCalls {
                     rank: r.rank,
-                    offset_s: r.clock_offset_s,
+                    clock: r.clock_map(),
                     calls: &s.common,
                 })
                 .collect::<Vec<_>>(),

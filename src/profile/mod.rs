@@ -19,12 +19,13 @@ pub mod arrival;
 pub mod clock;
 mod gather;
 pub mod hist;
+pub mod offset;
 pub mod render;
 pub mod report;
 mod sites;
 mod tally;
 
-pub use gather::all_ok;
+pub use gather::{all_ok, measure_offset};
 pub use hist::Histogram;
 pub use report::{CommReport, ProfileReport, SiteReport, SizeClassReport};
 pub use tally::{Pending, Tally};
@@ -181,6 +182,8 @@ pub struct CommProfile {
     pub tally: Tally,
     /// Set once gathered, so a state is reported once.
     pub gathered: bool,
+    /// This rank's clock offset to rank 0 when profiling started (see [`offset`]).
+    pub setup_offset: Option<offset::Offset>,
 }
 
 /// Start recording a call made from `site` (with `bytes`, `root`, sequence number `seq`):

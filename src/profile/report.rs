@@ -60,10 +60,20 @@ pub struct RankClock {
     pub rate_error: f64,
     /// The same bound re-measured at finalize over the whole job (smaller for longer jobs).
     pub rate_error_at_finalize: f64,
-    /// Add to this rank's `MPI_Wtime` to get rank 0's, and the bound on that offset's error
-    /// (half the round trip of the exchange it came from).
+    /// Add to this rank's `MPI_Wtime` to get rank 0's (measured when the profile was
+    /// gathered), and the bound on the error of this rank's times once on rank 0's time base:
+    /// the larger of the two offset measurements' (half their round trips).
     pub offset_s: f64,
     pub offset_error_s: f64,
+    /// The offset measured when the communicator's profiling started (absent in profiles
+    /// written before it was measured).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub offset_at_setup_s: Option<f64>,
+    /// The drift between the two offsets, microseconds per second, by which times in between
+    /// were mapped (0 when the interval was too short or the drift implausible; see
+    /// `profile::offset`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub drift_ppm: Option<f64>,
 }
 
 /// Summary statistics of durations, seconds.

@@ -363,7 +363,16 @@ unsafe fn create(user: MPI_Comm) -> Result<CommState> {
     let tag_ub = raw::tag_ub(dup)?.unwrap_or(32767);
     let planner = Planner::create(dup, rank, size, cfg)?;
     let (profile_everywhere, order) = agree(dup, rank, cfg)?;
-    let profile = profile_setup(user, cfg, profile_everywhere, order);
+    let mut profile = profile_setup(user, cfg, profile_everywhere, order);
+    // TREECAST_TAG_UB (testing) lowers the bound, so a test can drive the tags through a
+    // wrap in hundreds of calls instead of tens of millions.
+    let codec = TagCodec::new(cfg.tag_ub.map_or(tag_ub, |cap| tag_ub.min(cap)));
+    if profile.enabled {
+        // The first of the two clock offsets to rank 0 (the second when the profile is
+        // gathered): times in between are mapped with the drift (see `profile::offset`).
+        // Every rank agreed that profiling is on, so all take part.
+        profile.setup_offset = Some(crate::profile::measure_offset(dup, rank, size, codec.control_tag())?);
+    }
     let comm = dup_guard.take();
     log::info!(
         "treecast: communicator of {size} ranks ready in {:.3} ms (planner: {})",
@@ -377,9 +386,7 @@ unsafe fn create(user: MPI_Comm) -> Result<CommState> {
         seq: 0,
         calls: 0,
         routes: FastMap::default(),
-        // TREECAST_TAG_UB (testing) lowers the bound, so a test can drive the tags through a
-        // wrap in hundreds of calls instead of tens of millions.
-        codec: TagCodec::new(cfg.tag_ub.map_or(tag_ub, |cap| tag_ub.min(cap))),
+        codec,
         planner,
         plans: PlanCache::new(PLAN_CACHE_LIMIT),
         released: false,
