@@ -227,8 +227,9 @@ fn auto_on_a_large_communicator_is_the_runtimes_local_plan() {
         topo,
     ]);
     assert_eq!(code, 0, "{err}");
-    for bytes in ["1KiB", "4MiB"] {
-        let (code, out, err) = treecast(&[
+    // `treecast plan` on the generated topology, root 77, JSON out, with `extra` arguments.
+    let plan = |bytes: &str, extra: &[&str]| -> serde_json::Value {
+        let mut args = vec![
             "plan",
             "--topology",
             topo,
@@ -238,9 +239,14 @@ fn auto_on_a_large_communicator_is_the_runtimes_local_plan() {
             "77",
             "--format",
             "json",
-        ]);
-        assert_eq!(code, 0, "{err}");
-        let v: serde_json::Value = serde_json::from_str(&out).expect("json");
+        ];
+        args.extend_from_slice(extra);
+        let (code, out, err) = treecast(&args);
+        assert_eq!(code, 0, "{bytes} {extra:?}: {err}");
+        serde_json::from_str(&out).expect("json")
+    };
+    for bytes in ["1KiB", "4MiB"] {
+        let v = plan(bytes, &[]);
         assert_eq!(v["ranks"], 1024);
         assert_eq!(v["predicted_by"], "analytic", "{bytes}");
         let candidates = v["candidates"].as_array().unwrap();
@@ -250,21 +256,7 @@ fn auto_on_a_large_communicator_is_the_runtimes_local_plan() {
         let relays = v["relays"].as_array().unwrap();
         assert_eq!(relays.len(), 1023, "{bytes}: every rank but the root receives");
         // The name, forced, rebuilds a plan of the same size.
-        let (code, out, err) = treecast(&[
-            "plan",
-            "--topology",
-            topo,
-            "--bytes",
-            bytes,
-            "--root",
-            "77",
-            "--algorithm",
-            &name,
-            "--format",
-            "json",
-        ]);
-        assert_eq!(code, 0, "{name}: {err}");
-        let again: serde_json::Value = serde_json::from_str(&out).expect("json");
+        let again = plan(bytes, &["--algorithm", &name]);
         assert_eq!(again["algorithm"].as_str().unwrap(), name);
         assert_eq!(again["messages"], v["messages"], "{name}");
     }

@@ -96,8 +96,9 @@ impl GroupSchedules {
 pub fn hier_tree_with(model: &CostModel, h: &Hierarchy, cache: Option<&GroupSchedules>) -> Vec<Vec<u32>> {
     let topo = model.topology();
     let mut children = vec![Vec::new(); topo.num_ranks()];
-    let schedule = |key: GroupKey, make: &dyn Fn() -> Vec<(u32, u32)>| match cache {
-        Some(c) => c.get_or(key, make),
+    // The key (copies of the group's ranks) is built only when schedules are kept.
+    let schedule = |key: &dyn Fn() -> GroupKey, make: &dyn Fn() -> Vec<(u32, u32)>| match cache {
+        Some(c) => c.get_or(key(), make),
         None => std::sync::Arc::new(make()),
     };
     for g in h.top_down() {
@@ -128,14 +129,14 @@ pub fn hier_tree_with(model: &CostModel, h: &Hierarchy, cache: Option<&GroupSche
                     });
                     tl.transfers.iter().map(|t| (t.src, t.dst)).collect()
                 };
-                let key = GroupKey {
+                let key = || GroupKey {
                     bytes_bits: model.bytes().to_bits(),
                     relay: grp.relay,
                     kind: grp.kind,
                     ranks: order.clone(),
                     switch_relays: switch_relays.clone(),
                 };
-                for &(src, dst) in schedule(key, &make).iter() {
+                for &(src, dst) in schedule(&key, &make).iter() {
                     children[src as usize].push(dst);
                 }
             }
@@ -157,14 +158,14 @@ pub fn hier_tree_with(model: &CostModel, h: &Hierarchy, cache: Option<&GroupSche
             let tl = greedy_subset(model, members, grp.relay, &opts);
             tl.transfers.iter().map(|t| (t.src, t.dst)).collect()
         };
-        let key = GroupKey {
+        let key = || GroupKey {
             bytes_bits: model.bytes().to_bits(),
             relay: grp.relay,
             kind: grp.kind,
             ranks: members.clone(),
             switch_relays: Vec::new(),
         };
-        for &(src, dst) in schedule(key, &make).iter() {
+        for &(src, dst) in schedule(&key, &make).iter() {
             children[src as usize].push(dst);
         }
     }

@@ -246,36 +246,14 @@ impl SimProber {
 }
 
 /// One-way latency and path bandwidth from vertex `from` to vertex `to` of `topo` (see
-/// [`SimProber::route`]): up from `from` to the common ancestor in the topology's own rooting,
-/// then down to `to`, latencies added in that order.
+/// [`SimProber::route`]): latencies added in path order from `from`.
 fn path_route(topo: &Topology, from: VertexId, to: VertexId) -> (f64, f64) {
-    let step = |u: VertexId, l: crate::topology::LinkId| {
-        let link = topo.link(l);
-        link.dir(link.a == u)
-    };
-    let (mut x, mut y) = (from, to);
-    let (mut lat, mut bw) = (0.0f64, f64::INFINITY);
-    // The vertices below the common ancestor on `to`'s side, from `to` upwards.
-    let mut down: Vec<VertexId> = Vec::new();
-    while x != y {
-        if topo.depth(x) >= topo.depth(y) {
-            let (p, l) = topo.parent(x).expect("a vertex below another has a parent");
-            let d = step(x, l);
-            lat += d.latency_s;
-            bw = bw.min(d.bandwidth_bps);
-            x = p;
-        } else {
-            down.push(y);
-            y = topo.parent(y).expect("a vertex below another has a parent").0;
-        }
-    }
-    for &v in down.iter().rev() {
-        let (p, l) = topo.parent(v).expect("pushed vertices have parents");
-        let d = step(p, l);
-        lat += d.latency_s;
-        bw = bw.min(d.bandwidth_bps);
-    }
-    (lat, bw)
+    topo.path(from, to)
+        .into_iter()
+        .fold((0.0f64, f64::INFINITY), |(lat, bw), d| {
+            let p = topo.dir_params(d);
+            (lat + p.latency_s, bw.min(p.bandwidth_bps))
+        })
 }
 
 impl Prober for SimProber {
