@@ -553,6 +553,87 @@ fn uneven_leaf_switches() {
     );
 }
 
+/// Far-apart parts under real MPI: 2 switches x 3 hosts joined by a long uplink (30 extra
+/// bridges), with the far threshold set between the same-switch and cross-switch round trips
+/// that `pingpong` measured (`TREECAST_FAR_RTT_US`; on a real network it comes from a gap in
+/// the readings, which a few bridges cannot make) and parts of 3 hosts led by their own leader
+/// (`TREECAST_PART_LEADERS_FROM=3`; by default only parts of 64 hosts and more are):
+/// host 3's leader coordinates the rounds of its switch and sends its tree back to rank 0,
+/// which grafts the parts. Three probes must each say the parts were led that way and give
+/// the two switches; broadcasts on that topology must match `MPI_Bcast` byte for byte.
+#[test]
+fn far_apart_parts_are_inferred_under_their_own_leaders() {
+    if !emulation_wanted() {
+        return;
+    }
+    use treecast::infer::metrics;
+    use treecast::topology::io::from_str_auto;
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let topo = "SwitchName=spine Switches=leafA,leafB\n\
+                SwitchName=leafA Nodes=h[000-002]\n\
+                SwitchName=leafB Nodes=h[003-005]\n";
+    let cluster = Cluster::up("tctef", topo, "10.213.236.0/24", &["--extra-hops", "30"]);
+    let switch_of = |h: &str| -> usize { h[1..].parse::<usize>().expect("host number") / 3 };
+    let (hosts, m) = cluster.rtt_matrix(3, &switch_of);
+    let (same, cross) = classes(&hosts, &m, &switch_of);
+    assert!(
+        max(&same) < min(&cross),
+        "same-switch RTTs overlap cross-switch ones:\n{}",
+        matrix_text(&hosts, &m)
+    );
+    let far_us = format!("TREECAST_FAR_RTT_US={:.1}", (max(&same) * min(&cross)).sqrt());
+    let truth = from_str_auto(topo, "truth.conf").expect("the emulated topology reads");
+    let want = metrics::leaf_partition(&truth).expect("leaf partition");
+    for k in 0..3 {
+        let args = [
+            "-x",
+            "TREECAST_LOG=info",
+            "-x",
+            &far_us,
+            "-x",
+            "TREECAST_PART_LEADERS_FROM=3",
+            env!("CARGO_BIN_EXE_treecast"),
+            "probe",
+            "--format",
+            "json",
+        ];
+        let out = cluster.mpirun_args("block", 1, &args);
+        assert!(out.status.success(), "treecast probe failed: {}", show(&out));
+        let log = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            log.contains("2 far-apart parts of [3, 3] hosts inferred under 2 leaders (hosts [0, 3])"),
+            "probe {k} ({far_us}) did not infer the two switches under their own leaders:\n{log}"
+        );
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        let t = from_str_auto(&text, "probe.json")
+            .unwrap_or_else(|e| panic!("treecast probe wrote an unreadable tree: {e}\n{text}"));
+        assert_eq!(
+            metrics::leaf_partition(&t).expect("leaf partition"),
+            want,
+            "probe {k}: wrong switches\n{text}\n{log}"
+        );
+    }
+    let exe = example("check_bcast");
+    let out = cluster.mpirun_args(
+        "block",
+        2,
+        &[
+            "-x",
+            &far_us,
+            "-x",
+            "TREECAST_PART_LEADERS_FROM=3",
+            exe.to_str().expect("utf-8 path"),
+            "match",
+            "u8:world:4096",
+            "u8:world:1MiB+3",
+        ],
+    );
+    common::assert_ok(&out, 2, "check_bcast on the grafted topology");
+    drop(cluster);
+    let left = leftovers("tctef");
+    assert!(left.is_empty(), "emucluster down left objects behind: {left:?}");
+}
+
 /// 2 switches x 3 hosts with other names, 4 extra bridges per uplink, unshaped; broadcasts with
 /// 2 ranks per host placed round-robin over the switches.
 #[test]

@@ -11,6 +11,8 @@
 //! | `TREECAST_PROBE_PAIRS` | measure at most this many host pairs at once (`1` for hosts emulated on one machine, which share its CPUs) | unlimited |
 //! | `TREECAST_PROBE_SETS` | `back-to-back`: each pair measures its sets in one window; `interleaved`: one window per set over all pairs (protects emulated hosts from scheduling stalls, costs a coordination per set) | `interleaved` where hosts share a kernel, else `back-to-back` |
 //! | `TREECAST_PROBE_BANDWIDTH` | bytes per transfer of the bandwidth map built after inference (`0`: no map, plans then see only latency) | `1MiB` |
+//! | `TREECAST_FAR_RTT_US` | round trip (us) from which host pairs are far apart (routed or wide-area paths): parts joined only by such paths are inferred each under its own leader and grafted (`infer::parts`); `inf`: no far parts | `auto`: the first gap in the readings |
+//! | `TREECAST_PART_LEADERS_FROM` | testing: far-apart parts of at least N hosts are inferred under their own leader (`infer::part_run`), so that path runs under real MPI on a few emulated hosts | `64` |
 //! | `TREECAST_PROBE_DUMP` | write every probe measurement (host names, each pair's round trips in sets) as JSON to this path, for `treecast infer --replay` and offline study | unset |
 //! | `TREECAST_ROUTE` | `auto`: each (root, size class) on the faster of treecast's plan and the MPI library's `MPI_Bcast` (by prediction, else a timed trial); `plan`: always treecast's plan (full error detection); `library`: always the library where it can serve | `auto` |
 //! | `TREECAST_SEGMENT` | segment size in bytes for pipelined plans (e.g. `128KiB`) | planner's choice |
@@ -39,6 +41,11 @@ pub struct Config {
     pub probe_sets: Option<crate::probe::SetSchedule>,
     /// Transfer size of the bandwidth map (`None`: no map).
     pub probe_bandwidth_bytes: Option<u64>,
+    /// The far threshold, round trip in seconds (`TREECAST_FAR_RTT_US`; `None`: from the data).
+    pub far_rtt_s: Option<f64>,
+    /// Testing knob: far-apart parts of at least this many hosts are led by their own leader
+    /// (`TREECAST_PART_LEADERS_FROM`).
+    pub led_part_min_hosts: usize,
     /// Write the raw probe measurements here (`TREECAST_PROBE_DUMP`).
     pub probe_dump: Option<String>,
     /// How routes are chosen (`TREECAST_ROUTE`).
@@ -121,6 +128,25 @@ impl Config {
                 _ => {
                     log::warn!("TREECAST_PROBE_PAIRS={v:?} is not a positive integer; ignored");
                     None
+                }
+            }),
+            far_rtt_s: var("TREECAST_FAR_RTT_US").and_then(|v| match v.parse::<f64>() {
+                _ if v == "auto" => None,
+                Ok(us) if us > 0.0 => Some(us * 1e-6),
+                _ => {
+                    log::warn!(
+                        "TREECAST_FAR_RTT_US={v:?} is not a positive number of microseconds, 'auto' or 'inf'; ignored"
+                    );
+                    None
+                }
+            }),
+            led_part_min_hosts: var("TREECAST_PART_LEADERS_FROM").map_or(crate::infer::LED_PART_MIN_HOSTS, |v| {
+                match v.parse::<usize>() {
+                    Ok(k) if k > 0 => k,
+                    _ => {
+                        log::warn!("TREECAST_PART_LEADERS_FROM={v:?} is not a positive integer; ignored");
+                        crate::infer::LED_PART_MIN_HOSTS
+                    }
                 }
             }),
             probe_sets: var("TREECAST_PROBE_SETS").and_then(|v| match v.as_str() {

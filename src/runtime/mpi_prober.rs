@@ -51,6 +51,8 @@ const TAG_ACK: c_int = 5;
 const TAG_ROUND: c_int = 6;
 /// An initiator's result, leader -> coordinator.
 const TAG_RESULT: c_int = 7;
+/// A far-apart part's outcome, part leader -> coordinator.
+const TAG_PART: c_int = 8;
 
 /// Sleeps between polls while waiting politely: the first is short, each next one twice as
 /// long, up to the longest. A rank waiting for its next turn wakes often only while its turn is
@@ -91,20 +93,31 @@ enum Round {
         pair: (u32, u32),
         total: u32,
     },
+    /// Infer a far-apart part as its coordinator (`job` from inference; the prober's limits),
+    /// then send the outcome back ([`PartReply`]).
+    Part {
+        job: Vec<u8>,
+        max_pairs: u64,
+        schedule: SetSchedule,
+    },
     Done,
 }
+
+/// A part leader's answer: the part's encoded outcome, what its prober measured (stats and
+/// distinct pairs, for the coordinator's ledger), or why the part failed.
+type PartReply = std::result::Result<(Vec<u8>, ProbeStats, Vec<(usize, usize)>), String>;
 
 impl Round {
     fn pair(&self) -> Option<(u32, u32)> {
         match self {
             Round::Ping { pair, .. } | Round::Bandwidth { pair, .. } => Some(*pair),
-            Round::Done => None,
+            Round::Part { .. } | Round::Done => None,
         }
     }
     fn total(&self) -> u32 {
         match self {
             Round::Ping { total, .. } | Round::Bandwidth { total, .. } => *total,
-            Round::Done => 0,
+            Round::Part { .. } | Round::Done => 0,
         }
     }
 }
@@ -139,6 +152,11 @@ fn wait_testing(req: &mut MPI_Request, mut between: impl FnMut()) -> Result<()> 
 /// Receive a whole message of unknown size from `src` with `tag`, waiting politely (a leader
 /// between rounds, the coordinator for results: neither measures meanwhile).
 fn recv_message(comm: MPI_Comm, src: c_int, tag: c_int) -> Result<Vec<u8>> {
+    recv_message_from(comm, src, tag).map(|(bytes, _)| bytes)
+}
+
+/// [`recv_message`], also returning the sender (`src` may be any source).
+fn recv_message_from(comm: MPI_Comm, src: c_int, tag: c_int) -> Result<(Vec<u8>, c_int)> {
     let mut backoff = Backoff::new();
     let st = loop {
         if let Some(st) = raw::iprobe(src, tag, comm)? {
@@ -147,14 +165,15 @@ fn recv_message(comm: MPI_Comm, src: c_int, tag: c_int) -> Result<Vec<u8>> {
         backoff.sleep();
     };
     let len = raw::status_bytes(&st)?;
+    let from = st.MPI_SOURCE;
     let mut buf = vec![0u8; len.max(1) as usize];
     // SAFETY: `buf` holds `len` bytes and outlives the wait.
     unsafe {
-        let mut req = raw::irecv_bytes(buf.as_mut_ptr(), len, src, tag, comm)?;
+        let mut req = raw::irecv_bytes(buf.as_mut_ptr(), len, from, tag, comm)?;
         wait_politely(&mut req)?;
     }
     buf.truncate(len as usize);
-    Ok(buf)
+    Ok((buf, from))
 }
 
 /// The coordinator's message to each leader that takes part in a window, sent point to point
@@ -250,7 +269,7 @@ fn run_round(comm: MPI_Comm, me: u32, round: &Round) -> Result<Vec<u8>> {
                 Ok(Vec::new())
             }
         }
-        Round::Done => Ok(Vec::new()),
+        Round::Part { .. } | Round::Done => Ok(Vec::new()),
     }
 }
 
@@ -280,13 +299,19 @@ fn gather_results(comm: MPI_Comm, me: u32, n: u32, mine: &[u8]) -> Result<Vec<Ve
     }
 }
 
-/// The coordinator's side, handed to inference as a [`Prober`].
+/// A coordinator's side, handed to inference as a [`Prober`]: leader 0's for the whole job, or
+/// a far-apart part's leader's for its part ([`Prober::run_parts`]).
 struct MpiProber<'a> {
     comm: MPI_Comm,
     n: u32,
+    /// This coordinator's leader index.
+    me: u32,
     names: &'a [String],
     max_pairs: usize,
     schedule: SetSchedule,
+    /// Far-apart parts run side by side (distinct machines), or one after another where hosts
+    /// share a kernel (their pairs would share its CPUs).
+    parts_side_by_side: bool,
     ledger: ProbeLedger,
 }
 
@@ -312,21 +337,21 @@ impl MpiProber<'_> {
                     let part = make((a as u32, b as u32), total);
                     let bytes = postcard::to_stdvec(&part).map_err(other)?;
                     for x in [a, b] {
-                        if x != 0 {
+                        if x as u32 != self.me {
                             parts.push((x as u32, bytes.clone()));
                         }
                     }
-                    if a == 0 || b == 0 {
+                    if a as u32 == self.me || b as u32 == self.me {
                         own = Some(part);
                     }
                 }
                 let mut reqs = send_parts(self.comm, &parts)?;
                 let mine = match &own {
-                    Some(part) => run_round(self.comm, 0, part)?,
+                    Some(part) => run_round(self.comm, self.me, part)?,
                     None => Vec::new(),
                 };
                 for &(a, _) in chunk {
-                    blobs[a] = if a == 0 {
+                    blobs[a] = if a as u32 == self.me {
                         mine.clone()
                     } else {
                         recv_message(self.comm, a as c_int, TAG_RESULT)?
@@ -342,9 +367,104 @@ impl MpiProber<'_> {
     /// End every other leader's serve loop.
     fn finish(&self) -> Result<()> {
         let done = postcard::to_stdvec(&Round::Done).map_err(other)?;
-        let parts: Vec<(u32, Vec<u8>)> = (1..self.n).map(|h| (h, done.clone())).collect();
+        let parts: Vec<(u32, Vec<u8>)> = (0..self.n)
+            .filter(|&h| h != self.me)
+            .map(|h| (h, done.clone()))
+            .collect();
         let mut reqs = send_parts(self.comm, &parts)?;
         raw::wait_all(&mut reqs)
+    }
+
+    /// A prober for a far-apart part that this rank coordinates: same leaders and limits, its
+    /// own ledger.
+    fn for_part(&self, me: u32, max_pairs: usize, schedule: SetSchedule) -> MpiProber<'_> {
+        MpiProber {
+            comm: self.comm,
+            n: self.n,
+            me,
+            names: self.names,
+            max_pairs,
+            schedule,
+            parts_side_by_side: self.parts_side_by_side,
+            ledger: ProbeLedger::new(self.n as usize),
+        }
+    }
+
+    /// Run one part here, as its coordinator.
+    fn own_part(&self, job: &[u8], work: crate::probe::PartWork) -> PartReply {
+        let mut p = self.for_part(self.me, self.max_pairs, self.schedule);
+        let out = work(&mut p, job).map_err(|e| e.to_string())?;
+        Ok((out, p.ledger.stats().clone(), p.ledger.seen_pairs()))
+    }
+
+    /// Hand part jobs to their leaders (or run them here), side by side or one after another,
+    /// and collect the replies in order; see [`Prober::run_parts`].
+    fn parts(&mut self, leaders: &[usize], jobs: &[Vec<u8>], work: crate::probe::PartWork) -> Result<Vec<Vec<u8>>> {
+        let t0 = raw::wtime();
+        let encode = |job: &Vec<u8>| {
+            postcard::to_stdvec(&Round::Part {
+                job: job.clone(),
+                max_pairs: self.max_pairs.min(u64::MAX as usize) as u64,
+                schedule: self.schedule,
+            })
+            .map_err(other)
+        };
+        let fetch = |leader: usize| -> Result<PartReply> {
+            let bytes = recv_message(self.comm, leader as c_int, TAG_PART)?;
+            postcard::from_bytes(&bytes).map_err(|e| other(format!("unreadable part outcome from host {leader}: {e}")))
+        };
+        let mut replies: Vec<Option<PartReply>> = vec![None; jobs.len()];
+        if self.parts_side_by_side {
+            let mut out: Vec<(u32, Vec<u8>)> = Vec::new();
+            for (&l, job) in leaders.iter().zip(jobs) {
+                if l as u32 != self.me {
+                    out.push((l as u32, encode(job)?));
+                }
+            }
+            let mut reqs = send_parts(self.comm, &out)?;
+            for (i, (&l, job)) in leaders.iter().zip(jobs).enumerate() {
+                if l as u32 == self.me {
+                    replies[i] = Some(self.own_part(job, work));
+                }
+            }
+            for (i, &l) in leaders.iter().enumerate() {
+                if l as u32 != self.me {
+                    replies[i] = Some(fetch(l)?);
+                }
+            }
+            raw::wait_all(&mut reqs)?;
+        } else {
+            for (i, (&l, job)) in leaders.iter().zip(jobs).enumerate() {
+                replies[i] = Some(if l as u32 == self.me {
+                    self.own_part(job, work)
+                } else {
+                    let msg = [(l as u32, encode(job)?)];
+                    let mut reqs = send_parts(self.comm, &msg)?;
+                    let r = fetch(l)?;
+                    raw::wait_all(&mut reqs)?;
+                    r
+                });
+            }
+        }
+        let mut outcomes = Vec::with_capacity(jobs.len());
+        let mut measure: Vec<f64> = Vec::with_capacity(jobs.len());
+        for (reply, &l) in replies.into_iter().zip(leaders) {
+            let (out, stats, seen) = reply
+                .expect("every part replied")
+                .map_err(|e| other(format!("far-apart part led by host {l}: {e}")))?;
+            self.ledger.absorb(&stats, &seen);
+            measure.push(stats.measure_time_s);
+            outcomes.push(out);
+        }
+        // Wall-clock time: measuring is the slowest part's (side by side) or all of them.
+        let measure_s = if self.parts_side_by_side {
+            measure.iter().copied().fold(0.0, f64::max)
+        } else {
+            measure.iter().sum()
+        };
+        let wall = raw::wtime() - t0;
+        self.ledger.add_time(measure_s, (wall - measure_s).max(0.0));
+        Ok(outcomes)
     }
 }
 
@@ -428,6 +548,26 @@ impl Prober for MpiProber<'_> {
     fn stats(&self) -> &ProbeStats {
         self.ledger.stats()
     }
+
+    fn run_parts(
+        &mut self,
+        leaders: &[usize],
+        jobs: &[Vec<u8>],
+        work: crate::probe::PartWork,
+    ) -> Option<std::result::Result<Vec<Vec<u8>>, ProbeError>> {
+        if leaders.len() != jobs.len() || leaders.iter().any(|&l| l >= self.n as usize) {
+            return Some(Err(ProbeError::BadRequest(format!(
+                "{} part leaders for {} jobs, or a leader beyond the {} hosts",
+                leaders.len(),
+                jobs.len(),
+                self.n
+            ))));
+        }
+        Some(
+            self.parts(leaders, jobs, work)
+                .map_err(|e| ProbeError::Transport(e.to_string())),
+        )
+    }
 }
 
 /// Host `a`'s encoded measurement of pair `(a, b)`, checked.
@@ -463,7 +603,7 @@ pub fn probe_and_infer(comm: MPI_Comm, rank: u32, hosts: &Hosts, cfg: &Config) -
             let r = if me == 0 {
                 coordinate(leaders, n, hosts, cfg)
             } else {
-                match serve(leaders, me as u32, n) {
+                match serve(leaders, me as u32, n, &hosts.names) {
                     Ok(()) => Err(other("the topology is inferred on rank 0")),
                     Err(e) => {
                         log::warn!("treecast: probing on host {me} failed: {e}");
@@ -551,8 +691,10 @@ fn coordinate(leaders: MPI_Comm, n: u32, hosts: &Hosts, cfg: &Config) -> Result<
     let mut p = MpiProber {
         comm: leaders,
         n,
+        me: 0,
         names: &hosts.names,
         max_pairs,
+        parts_side_by_side: shared.is_none(),
         // Hosts sharing a kernel interleave sets; distinct machines measure them back to back.
         schedule: cfg.probe_sets.unwrap_or(if shared.is_some() {
             SetSchedule::Interleaved
@@ -563,6 +705,8 @@ fn coordinate(leaders: MPI_Comm, n: u32, hosts: &Hosts, cfg: &Config) -> Result<
     };
     let opts = InferOptions {
         bandwidth_bytes: cfg.probe_bandwidth_bytes,
+        far_rtt_s: cfg.far_rtt_s,
+        led_part_min_hosts: cfg.led_part_min_hosts,
         ..InferOptions::default()
     };
     let t0 = raw::wtime();
@@ -653,18 +797,47 @@ pub fn ring_hop_s(comm: MPI_Comm, rank: u32, hosts: &Hosts) -> Result<Option<(f6
     Ok(out)
 }
 
-/// Leaders 1..n: take part in rounds until the coordinator says done.
-fn serve(leaders: MPI_Comm, me: u32, n: u32) -> Result<()> {
+/// Leaders 1..n: take part in rounds until leader 0 says done. Rounds come from leader 0, or
+/// from the leader of this host's far-apart part while that part is inferred; results go back
+/// to whoever sent the round. Asked to lead a part, this leader coordinates it
+/// ([`infer::part_work`]) and sends the outcome back.
+fn serve(leaders: MPI_Comm, me: u32, n: u32, names: &[String]) -> Result<()> {
     gather_kernels(leaders, me, n)?;
     loop {
-        let msg = recv_message(leaders, 0, TAG_ROUND)?;
+        let (msg, from) = recv_message_from(leaders, raw::any_source(), TAG_ROUND)?;
         let round: Round = postcard::from_bytes(&msg).map_err(|e| other(format!("unreadable probe round: {e}")))?;
-        if matches!(round, Round::Done) {
-            return Ok(());
-        }
-        let mine = run_round(leaders, me, &round)?;
-        if !mine.is_empty() {
-            send(leaders, 0, &mine, mine.len() as u64, TAG_RESULT)?;
+        match round {
+            Round::Done => return Ok(()),
+            Round::Part {
+                job,
+                max_pairs,
+                schedule,
+            } => {
+                let mut p = MpiProber {
+                    comm: leaders,
+                    n,
+                    me,
+                    names,
+                    max_pairs: max_pairs.min(usize::MAX as u64) as usize,
+                    schedule,
+                    parts_side_by_side: true,
+                    ledger: ProbeLedger::new(n as usize),
+                };
+                let reply: PartReply = infer::part_work(&mut p, &job)
+                    .map(|out| (out, p.ledger.stats().clone(), p.ledger.seen_pairs()))
+                    .map_err(|e| e.to_string());
+                if let Err(e) = &reply {
+                    log::warn!("treecast: the far-apart part led by host {me} failed: {e}");
+                }
+                let bytes = postcard::to_stdvec(&reply).map_err(other)?;
+                send(leaders, from, &bytes, bytes.len() as u64, TAG_PART)?;
+            }
+            round => {
+                let mine = run_round(leaders, me, &round)?;
+                if !mine.is_empty() {
+                    send(leaders, from, &mine, mine.len() as u64, TAG_RESULT)?;
+                }
+            }
         }
     }
 }

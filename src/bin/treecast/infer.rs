@@ -119,6 +119,7 @@ pub fn run(args: Args) -> Result<(), CliError> {
         locality_hint: !args.no_hint,
         far_rtt_s,
         bandwidth_bytes: args.bandwidth_bytes,
+        ..InferOptions::default()
     };
     match (&args.rtt, &args.model, &args.replay) {
         (Some(file), None, None) => from_matrix(file, args.format.as_deref().unwrap_or("json"), &opts),

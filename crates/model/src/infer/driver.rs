@@ -82,7 +82,7 @@ pub(crate) struct Run<'p> {
     pub counters: Counters,
 }
 
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, serde::Serialize, serde::Deserialize)]
 pub(crate) struct Counters {
     pub remeasured: u64,
     pub dropped: u64,

@@ -47,6 +47,7 @@ mod joining;
 mod lengths;
 mod locate;
 pub mod metrics;
+mod part_run;
 mod parts;
 mod recheck;
 mod refine;
@@ -55,6 +56,7 @@ mod tree;
 
 pub use bandwidth::BandwidthMap;
 pub use export::with_ranks;
+pub use part_run::{work as part_work, LED_PART_MIN_HOSTS};
 pub use parts::{far_threshold, GAP_OUTLIERS, MIN_FAR_GAP, MIN_FAR_RTT_S};
 
 use crate::probe::{PingSpec, ProbeError, ProbeStats, Prober};
@@ -121,6 +123,10 @@ pub struct InferOptions {
     /// comes from the data, a gap in the round trips of the first two rounds
     /// ([`far_threshold`]). Infinite: one tree, every pair measured with the full protocol.
     pub far_rtt_s: Option<f64>,
+    /// Far-apart parts of at least this many hosts (other than host 0's) are inferred under
+    /// their own leader, the others together under host 0 (see `part_run`); default
+    /// [`LED_PART_MIN_HOSTS`].
+    pub led_part_min_hosts: usize,
 }
 
 impl Default for InferOptions {
@@ -132,6 +138,7 @@ impl Default for InferOptions {
             bandwidth_bytes: None,
             locality_hint: true,
             far_rtt_s: None,
+            led_part_min_hosts: LED_PART_MIN_HOSTS,
         }
     }
 }
@@ -277,7 +284,7 @@ pub fn infer(prober: &mut dyn Prober, opts: &InferOptions) -> Result<Inferred, I
                 None
             };
             match detected {
-                Some(d) if d.parts.len() > 1 => batch(&mut run, n, &mut stats, Some(d))?,
+                Some(d) if d.parts.len() > 1 => batch(&mut run, n, &mut stats, Some(d), opts.led_part_min_hosts)?,
                 _ => {
                     let j = all_pairs(&mut run, n)?;
                     stats.noise_s = j.noise_s;
@@ -298,7 +305,7 @@ pub fn infer(prober: &mut dyn Prober, opts: &InferOptions) -> Result<Inferred, I
             } else {
                 None
             };
-            batch(&mut run, n, &mut stats, detected)?
+            batch(&mut run, n, &mut stats, detected, opts.led_part_min_hosts)?
         }
     };
     // Root where the physical hierarchy has its top (see `center`), within the noise of one
@@ -344,8 +351,9 @@ fn batch(
     n: usize,
     stats: &mut InferStats,
     detected: Option<parts::Detected>,
+    led_min: usize,
 ) -> Result<Builder, InferError> {
-    let (blocks, split, far) = match detected {
+    let (blocks, split, far, part_hosts) = match detected {
         Some(d) => {
             stats.far_rtt_s = d.far_rtt_s.is_finite().then_some(d.far_rtt_s);
             let rng = &mut run.rng;
@@ -355,38 +363,30 @@ fn batch(
                 |len| rng.below(len as u64 / 2 + 1) as usize,
                 spread_pairs,
             );
-            (blocks, split, d.far)
+            (blocks, split, d.far, d.parts)
         }
         None => {
             let blocks = insertion_groups(n, run.hint, &mut run.rng);
             let all = vec![(0..blocks.len()).collect::<Vec<usize>>()];
-            (blocks, all, Vec::new())
+            (blocks, all, Vec::new(), vec![(0..n).collect()])
         }
     };
-    // Warm-up: consecutive hosts of each insertion order in one round of disjoint
-    // pairs (neighbours in host order with the hint), those not measured already. It
-    // yields the access length from the start (two hosts on one switch are two access
-    // links apart) and gives every host a first measurement for when its partner is
-    // inserted.
-    let warm: Vec<(usize, usize)> = blocks
-        .iter()
-        .flat_map(|g| g.chunks_exact(2).map(|c| (c[1], c[0])).collect::<Vec<_>>())
-        .filter(|&(a, b)| run.store.get(a, b).is_none())
-        .collect();
-    if !warm.is_empty() {
-        // Cut short at the far threshold: within a part, only a spike reads that long.
-        let cut = stats.far_rtt_s.unwrap_or(f64::INFINITY);
-        run.measure_far(&warm, cut)?;
-    }
-    choose_statistic(&mut run.store);
+    // Cut short at the far threshold: within a part, only a spike reads that long.
+    let cut = stats.far_rtt_s.unwrap_or(f64::INFINITY);
     log::debug!(
         "{} far-apart part(s) of {:?} block(s)",
         split.len(),
         split.iter().map(Vec::len).collect::<Vec<_>>()
     );
-    let mut mains = parts::grow(run, n, &blocks, &split, &batch_params)?;
-    log::trace!("insertion done; refining");
-    let mut r = refine::refine(run, &mut mains, &batch_params)?;
+    let (mut mains, mut r) = if split.len() > 1 {
+        infer_parts_apart(run, &blocks, &split, &part_hosts, cut, led_min)?
+    } else {
+        warm_up(run, &blocks, cut)?;
+        let mut mains = parts::grow(run, n, &blocks, &split, &batch_params)?;
+        log::trace!("insertion done; refining");
+        let r = refine::refine(run, &mut mains, &batch_params)?;
+        (mains, r)
+    };
     let main = if mains.len() == 1 {
         mains.pop().expect("one part")
     } else {
@@ -440,6 +440,139 @@ fn batch(
     stats.noise_s = r.noise_s;
     stats.merge_threshold_s = r.threshold_s;
     Ok(main)
+}
+
+/// Warm-up: consecutive hosts of each insertion order in one round of disjoint pairs
+/// (neighbours in host order with the hint), those not measured already, cut short at `cut`
+/// (round trip, seconds); then the statistic. It yields the access length from the start (two
+/// hosts on one switch are two access links apart) and gives every host a first measurement
+/// for when its partner is inserted.
+pub(crate) fn warm_up(run: &mut driver::Run, blocks: &[Vec<usize>], cut: f64) -> Result<(), InferError> {
+    let warm: Vec<(usize, usize)> = blocks
+        .iter()
+        .flat_map(|g| g.chunks_exact(2).map(|c| (c[1], c[0])).collect::<Vec<_>>())
+        .filter(|&(a, b)| run.store.get(a, b).is_none())
+        .collect();
+    if !warm.is_empty() {
+        run.measure_far(&warm, cut)?;
+    }
+    choose_statistic(&mut run.store);
+    Ok(())
+}
+
+/// Far-apart parts inferred under their own leaders (`part_run`): every part of at least
+/// `led_min` hosts but host 0's is a job of its own, led by its least
+/// host; host 0's part and all small parts are one job, led by host 0. The parts' trees come
+/// back in the order of `split`, their measurements taken into this run's store, with one
+/// refinement report over all of them (noise and threshold the largest, counts added up).
+fn infer_parts_apart(
+    run: &mut driver::Run,
+    blocks: &[Vec<usize>],
+    split: &[Vec<usize>],
+    part_hosts: &[Vec<usize>],
+    cut: f64,
+    led_min: usize,
+) -> Result<(Vec<Builder>, refine::RefineReport), InferError> {
+    let n = run.prober.num_hosts();
+    let led = |p: usize| p > 0 && part_hosts[p].len() >= led_min.max(1);
+    // Jobs as lists of part indices; the first is host 0's.
+    let mut groups: Vec<Vec<usize>> = vec![(0..split.len()).filter(|&p| !led(p)).collect()];
+    groups.extend((0..split.len()).filter(|&p| led(p)).map(|p| vec![p]));
+    if groups.len() == 1 {
+        // No part is led elsewhere: all grow here, side by side.
+        warm_up(run, blocks, cut)?;
+        let mut mains = parts::grow(run, n, blocks, split, &batch_params)?;
+        let r = refine::refine(run, &mut mains, &batch_params)?;
+        return Ok((mains, r));
+    }
+    let mut part_of = vec![usize::MAX; n];
+    for (p, hosts) in part_hosts.iter().enumerate() {
+        for &h in hosts {
+            part_of[h] = p;
+        }
+    }
+    let mut jobs = Vec::with_capacity(groups.len());
+    for group in &groups {
+        let mut job_blocks: Vec<Vec<usize>> = Vec::new();
+        let mut job_parts: Vec<Vec<usize>> = Vec::new();
+        for &p in group {
+            job_parts.push(
+                split[p]
+                    .iter()
+                    .map(|&b| {
+                        job_blocks.push(blocks[b].clone());
+                        job_blocks.len() - 1
+                    })
+                    .collect(),
+            );
+        }
+        let measured = run
+            .store
+            .raw
+            .iter()
+            .filter(|m| group.contains(&part_of[m.a]) && part_of[m.a] == part_of[m.b])
+            .cloned()
+            .collect();
+        jobs.push(part_run::PartJob {
+            blocks: job_blocks,
+            parts: job_parts,
+            measured,
+            spec: run.spec,
+            far_cut_s: cut,
+            seed: run.rng.next_u64(),
+            hint: run.hint,
+        });
+    }
+    let leaders: Vec<usize> = groups.iter().map(|g| part_hosts[g[0]][0]).collect();
+    let before = run.prober.stats().time_s();
+    let outcomes = part_run::run_all(run.prober, &leaders, &jobs)?;
+    log::info!(
+        "treecast: {} far-apart parts of {:?} hosts inferred under {} leaders (hosts {:?}) in {:.4} s",
+        part_hosts.len(),
+        part_hosts.iter().map(Vec::len).collect::<Vec<_>>(),
+        leaders.len(),
+        leaders,
+        run.prober.stats().time_s() - before
+    );
+    let mut trees: Vec<Option<tree::WorkTree>> = vec![None; split.len()];
+    let mut report = refine::RefineReport::default();
+    for (o, group) in outcomes.into_iter().zip(&groups) {
+        if o.trees.len() != group.len() {
+            return Err(InferError::Internal(format!(
+                "a far-apart part's leader sent {} trees for {} parts",
+                o.trees.len(),
+                group.len()
+            )));
+        }
+        for m in o.measured {
+            run.store.add(m);
+        }
+        for (a, b) in o.bad {
+            run.store.mark_bad(a, b);
+        }
+        run.counters.remeasured += o.counters.remeasured;
+        run.counters.dropped += o.counters.dropped;
+        run.counters.forced += o.counters.forced;
+        run.counters.relocated += o.counters.relocated;
+        report.relocated += o.report.relocated;
+        report.merged += o.report.merged;
+        report.noise_s = report.noise_s.max(o.report.noise_s);
+        report.threshold_s = report.threshold_s.max(o.report.threshold_s);
+        report.rechecked.extend(o.report.rechecked);
+        for (t, &p) in o.trees.into_iter().zip(group) {
+            trees[p] = Some(t);
+        }
+    }
+    choose_statistic(&mut run.store);
+    let mains = trees
+        .into_iter()
+        .map(|t| {
+            let mut b = Builder::new(n, VecDeque::new());
+            b.tree = t.expect("every part in one job");
+            b
+        })
+        .collect();
+    Ok((mains, report))
 }
 
 /// The evidence and confidence of every switch-to-switch link of the final tree, and of the

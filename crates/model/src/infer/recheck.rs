@@ -24,7 +24,7 @@ use super::InferError;
 pub(crate) const RECHECK_ROUNDS: usize = 2;
 
 /// A link the fresh readings contracted, for the report (`InferStats::decisions`).
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub(crate) struct Contracted {
     /// Hosts below the link.
     pub hosts_below: Vec<usize>,

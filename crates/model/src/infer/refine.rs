@@ -30,6 +30,7 @@ use super::InferError;
 use crate::util::fasthash::FastMap;
 use std::collections::VecDeque;
 
+#[derive(Clone, Debug, Default, serde::Serialize, serde::Deserialize)]
 pub(crate) struct RefineReport {
     pub relocated: u64,
     pub merged: u64,

@@ -223,6 +223,12 @@ impl Store {
     pub fn is_bad(&self, a: usize, b: usize) -> bool {
         self.bad.contains(&key(a, b))
     }
+    /// The pairs marked unusable, sorted (smaller host first).
+    pub fn bad_pairs(&self) -> Vec<(usize, usize)> {
+        let mut v: Vec<(usize, usize)> = self.bad.iter().copied().collect();
+        v.sort_unstable();
+        v
+    }
     pub fn pairs(&self) -> impl Iterator<Item = (usize, usize, Obs)> + '_ {
         self.obs.iter().map(|(&(a, b), &o)| (a, b, o))
     }

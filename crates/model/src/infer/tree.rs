@@ -24,7 +24,9 @@ pub(crate) struct Branch {
     pub via: usize,
 }
 
-#[derive(Clone, Debug, Default)]
+/// Serialisable so that a far-apart part's leader can send its tree to the coordinator
+/// (`part_run`).
+#[derive(Clone, Debug, Default, serde::Serialize, serde::Deserialize)]
 pub(crate) struct WorkTree {
     parent: Vec<Option<usize>>,
     /// Length (one-way latency, s) of the link to the parent.

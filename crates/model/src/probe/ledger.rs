@@ -1,10 +1,10 @@
 //! Accounting of probing, shared by every `Prober` implementation so reports compare like with like.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::collections::HashSet;
 
 /// What probing has cost so far.
-#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct ProbeStats {
     /// Number of hosts probed over.
     pub hosts: usize,
@@ -86,6 +86,35 @@ impl ProbeLedger {
         self.stats.bandwidth_time_s += measure_s + coordination_s;
     }
 
+    /// Count what a far-apart part's own prober measured ([`super::Prober::run_parts`]): its
+    /// rounds and measurements, and its pairs (`seen`) among the distinct pairs. Its time is
+    /// not added: parts that run side by side cost only the slowest one ([`Self::add_time`]).
+    pub fn absorb(&mut self, part: &ProbeStats, seen: &[(usize, usize)]) {
+        self.stats.ping_rounds += part.ping_rounds;
+        self.stats.ping_measurements += part.ping_measurements;
+        self.stats.bandwidth_rounds += part.bandwidth_rounds;
+        self.stats.bandwidth_measurements += part.bandwidth_measurements;
+        self.stats.bandwidth_time_s += part.bandwidth_time_s;
+        for &(a, b) in seen {
+            if self.seen.insert((a.min(b), a.max(b))) {
+                self.stats.distinct_pairs += 1;
+            }
+        }
+    }
+
+    /// Add time spent measuring and coordinating outside this ledger's own rounds.
+    pub fn add_time(&mut self, measure_s: f64, coordination_s: f64) {
+        self.stats.measure_time_s += measure_s;
+        self.stats.coordination_time_s += coordination_s;
+    }
+
+    /// The distinct pairs measured so far (unordered, smaller host first), sorted.
+    pub fn seen_pairs(&self) -> Vec<(usize, usize)> {
+        let mut v: Vec<(usize, usize)> = self.seen.iter().copied().collect();
+        v.sort_unstable();
+        v
+    }
+
     /// Was the unordered pair measured (by ping) before?
     pub fn measured(&self, a: usize, b: usize) -> bool {
         self.seen.contains(&(a.min(b), a.max(b)))
@@ -112,5 +141,21 @@ mod tests {
         assert!((s.time_s() - (1e-3 + 2e-3 + 5e-3 + 5e-4)).abs() < 1e-12);
         assert!((s.ping_time_s() - (3e-3 + 4e-4)).abs() < 1e-12);
         assert!(l.measured(3, 2) && !l.measured(0, 3));
+    }
+
+    #[test]
+    fn parts_add_their_counts_and_pairs_but_not_their_time() {
+        let mut l = ProbeLedger::new(4);
+        l.ping_round(&[(0, 1)], 1e-3, 1e-4);
+        let mut part = ProbeLedger::new(4);
+        part.ping_round(&[(1, 0), (2, 3)], 2e-3, 3e-4);
+        l.absorb(part.stats(), &part.seen_pairs());
+        let s = l.stats().clone();
+        assert_eq!((s.ping_rounds, s.ping_measurements, s.distinct_pairs), (2, 3, 2));
+        assert!((s.time_s() - 1.1e-3).abs() < 1e-15, "time is the caller's to add");
+        l.add_time(2e-3, 5e-4);
+        assert!((l.stats().measure_time_s - 3e-3).abs() < 1e-15);
+        assert!((l.stats().coordination_time_s - 6e-4).abs() < 1e-15);
+        assert_eq!(part.seen_pairs(), vec![(0, 1), (2, 3)]);
     }
 }

@@ -36,7 +36,7 @@ pub use sim::{bandwidth_shares, host_vertices, SimProber};
 
 /// How a ping round schedules the sets of its pairs. The MPI prober picks one per job and the
 /// simulated prober follows the same rules, so virtual time is what the MPI prober spends.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum SetSchedule {
     /// Every set of a pair back to back after one coordination and one untimed opening round
     /// trip: hosts on distinct machines. Each extra coordination would cross the whole job's
@@ -85,6 +85,12 @@ impl fmt::Display for ProbeError {
 
 impl std::error::Error for ProbeError {}
 
+/// One far-apart part's inference, run on a prober whose coordinator is the part's leader: it
+/// takes the part's job and returns its outcome, both encoded by inference (postcard), or an
+/// error of that prober. A plain function, so that an MPI leader runs the very same code on
+/// its own rank (see [`Prober::run_parts`]).
+pub type PartWork = fn(&mut dyn Prober, &[u8]) -> Result<Vec<u8>, ProbeError>;
+
 /// Access to the job's hosts for measuring the network between them.
 ///
 /// # Contract (every implementation, including the MPI one)
@@ -129,4 +135,27 @@ pub trait Prober {
     fn bandwidth_round(&mut self, pairs: &[(usize, usize)], bytes: u64) -> Result<Vec<f64>, ProbeError>;
     /// Accounting of everything probed so far.
     fn stats(&self) -> &ProbeStats;
+
+    /// Run the inference of far-apart parts, part `i` coordinated by its leader, host
+    /// `leaders[i]` (a host of that part), by `work` on `jobs[i]`; returns the outcomes in order.
+    ///
+    /// Why: a round coordinated from one host crosses the far paths twice even when all its
+    /// pairs lie in one part (milliseconds per round over a wide-area link, where a part's own
+    /// rounds need microseconds), and parts wait for each other's slowest pair. With a
+    /// coordinator per part, each part proceeds at its own pace and the far paths are crossed
+    /// once each way per part: the job out, the outcome back. Parts of hosts on distinct
+    /// machines run side by side (the slowest decides the time); where hosts share a kernel
+    /// ([`SetSchedule::Interleaved`]) one after another, since their pairs would share CPUs.
+    ///
+    /// `None` (the default): this prober has no coordinators but its own, and the caller runs
+    /// the jobs in turn on it. Every host of a part takes part only in its part's rounds until
+    /// the outcome is back; the prober's stats afterwards include the parts' rounds and time.
+    fn run_parts(
+        &mut self,
+        _leaders: &[usize],
+        _jobs: &[Vec<u8>],
+        _work: PartWork,
+    ) -> Option<Result<Vec<Vec<u8>>, ProbeError>> {
+        None
+    }
 }

@@ -102,6 +102,9 @@ pub struct SimProber {
     rng: Rng,
     ledger: ProbeLedger,
     schedule: SetSchedule,
+    /// The host that coordinates rounds: host 0, or a far-apart part's leader
+    /// ([`Prober::run_parts`]).
+    coordinator: usize,
 }
 
 impl SimProber {
@@ -135,6 +138,7 @@ impl SimProber {
             rng: Rng::new(seed),
             ledger: ProbeLedger::new(n),
             schedule,
+            coordinator: 0,
         })
     }
 
@@ -191,21 +195,24 @@ impl SimProber {
         path_route(&self.topo, self.hosts[a], self.hosts[b])
     }
 
+    /// Virtual time of one message of `bytes` from host `from` to host `to` (0 to itself).
+    fn message_s(&self, from: usize, to: usize, bytes: f64) -> f64 {
+        if from == to {
+            return 0.0;
+        }
+        let (lat, bw) = self.route(from, to);
+        lat + if bw.is_finite() { bytes / bw } else { 0.0 }
+    }
+
     /// Virtual time of one window coordinated point to point, as the MPI prober does: the
-    /// coordinator (host 0) sends each host of each pair its part of the round (`msg_bytes`, one
+    /// coordinator (host 0 or a part's leader) sends each host of each pair its part of the round (`msg_bytes`, one
     /// send after another), a pair measures for `busy[i]` once both of its hosts have it, and
     /// its initiator sends `result_bytes[i]` back. Hosts in no pair hear nothing.
     fn window_span(&self, pairs: &[(usize, usize)], busy: &[f64], msg_bytes: f64, result_bytes: &[f64]) -> f64 {
-        let cost = |from: usize, to: usize, bytes: f64| {
-            if from == to {
-                return 0.0;
-            }
-            let (lat, bw) = self.route(from, to);
-            lat + if bw.is_finite() { bytes / bw } else { 0.0 }
-        };
+        let c = self.coordinator;
         let serialise = |to: usize| {
-            let bw = if to == 0 { f64::INFINITY } else { self.route(0, to).1 };
-            if to == 0 || !bw.is_finite() {
+            let bw = if to == c { f64::INFINITY } else { self.route(c, to).1 };
+            if to == c || !bw.is_finite() {
                 0.0
             } else {
                 msg_bytes / bw
@@ -213,11 +220,11 @@ impl SimProber {
         };
         let (mut sent, mut end) = (0.0f64, 0.0f64);
         for (i, &(a, b)) in pairs.iter().enumerate() {
-            let ra = sent + cost(0, a, msg_bytes);
+            let ra = sent + self.message_s(c, a, msg_bytes);
             sent += serialise(a);
-            let rb = sent + cost(0, b, msg_bytes);
+            let rb = sent + self.message_s(c, b, msg_bytes);
             sent += serialise(b);
-            end = end.max(ra.max(rb) + busy[i] + cost(a, 0, result_bytes[i]));
+            end = end.max(ra.max(rb) + busy[i] + self.message_s(a, c, result_bytes[i]));
         }
         end
     }
@@ -319,6 +326,67 @@ impl Prober for SimProber {
     fn stats(&self) -> &ProbeStats {
         self.ledger.stats()
     }
+
+    /// Each part on a prober of its own: the same network, coordinated by the part's leader,
+    /// with its own virtual clock and its own noise draws (seeded from this prober's). A part
+    /// costs its job's trip from this coordinator to the leader, its own probing, and its
+    /// outcome's trip back; parts run side by side (the slowest decides) unless sets are
+    /// interleaved (hosts sharing a kernel), as the MPI prober runs them.
+    fn run_parts(
+        &mut self,
+        leaders: &[usize],
+        jobs: &[Vec<u8>],
+        work: super::PartWork,
+    ) -> Option<Result<Vec<Vec<u8>>, ProbeError>> {
+        let mut run = || -> Result<Vec<Vec<u8>>, ProbeError> {
+            let n = self.hosts.len();
+            let mut outcomes = Vec::with_capacity(jobs.len());
+            let mut spans: Vec<(f64, f64, f64)> = Vec::with_capacity(jobs.len());
+            for (&leader, job) in leaders.iter().zip(jobs) {
+                if leader >= n {
+                    return Err(ProbeError::BadRequest(format!("part leader {leader} is not a host")));
+                }
+                let mut part = SimProber {
+                    topo: self.topo.clone(),
+                    hosts: self.hosts.clone(),
+                    names: self.names.clone(),
+                    extra: self.extra.clone(),
+                    jitter: self.jitter,
+                    outliers: self.outliers,
+                    rng: Rng::new(self.rng.next_u64()),
+                    ledger: ProbeLedger::new(n),
+                    schedule: self.schedule,
+                    coordinator: leader,
+                };
+                let out = work(&mut part, job)?;
+                let trips = self.message_s(self.coordinator, leader, job.len() as f64)
+                    + self.message_s(leader, self.coordinator, out.len() as f64);
+                let s = part.ledger.stats();
+                log::debug!(
+                    "simulated part led by host {leader}: {} rounds, {:.4} s measuring + {:.4} s coordinating, {:.4} s job and outcome",
+                    s.ping_rounds,
+                    s.measure_time_s,
+                    s.coordination_time_s,
+                    trips
+                );
+                self.ledger.absorb(s, &part.ledger.seen_pairs());
+                spans.push((s.measure_time_s, s.coordination_time_s, trips));
+                outcomes.push(out);
+            }
+            if self.schedule == SetSchedule::Interleaved {
+                for &(m, c, t) in &spans {
+                    self.ledger.add_time(m, c + t);
+                }
+            } else if let Some(&(m, c, t)) = spans
+                .iter()
+                .max_by(|x, y| (x.0 + x.1 + x.2).total_cmp(&(y.0 + y.1 + y.2)))
+            {
+                self.ledger.add_time(m, c + t);
+            }
+            Ok(outcomes)
+        };
+        Some(run())
+    }
 }
 
 #[cfg(test)]
@@ -392,6 +460,56 @@ mod tests {
         // A near pair in the same spec is measured in full.
         assert_eq!(q.ping_round(&[(0, 1)], &far).unwrap()[0].set_len, vec![11, 11, 11]);
         assert!(p.ping_round(&[(0, 1), (1, 2)], &PingSpec::default()).is_err());
+    }
+
+    /// A part's work in the tests below: one ping round of the pair its job names (two bytes),
+    /// answering with the pair's first round trip.
+    fn one_pair(p: &mut dyn Prober, job: &[u8]) -> Result<Vec<u8>, ProbeError> {
+        let m = p.ping_round(&[(job[0] as usize, job[1] as usize)], &PingSpec::default())?;
+        Ok(m[0].samples_s[0].to_le_bytes().to_vec())
+    }
+
+    #[test]
+    fn parts_run_under_their_leaders_side_by_side() {
+        let t = two_switches();
+        // Alone, pair (3, 2) coordinated from host 0: its parts and result cross the 5 us link.
+        let mut alone = SimProber::new(&t, NoiseModel::default(), 1).unwrap();
+        alone.ping_round(&[(3, 2)], &PingSpec::default()).unwrap();
+        let far_coord = alone.stats().coordination_time_s;
+        let mut p = SimProber::new(&t, NoiseModel::default(), 1).unwrap();
+        let out = p
+            .run_parts(&[0, 2], &[vec![1, 0], vec![3, 2]], one_pair)
+            .expect("the simulated prober has coordinators per part")
+            .unwrap();
+        assert_eq!(out.len(), 2);
+        let rtt = |b: &[u8]| f64::from_le_bytes(b.try_into().unwrap());
+        assert!((rtt(&out[0]) - 4e-6).abs() < 1e-15 && (rtt(&out[1]) - 4e-6).abs() < 1e-15);
+        let s = p.stats();
+        assert_eq!((s.ping_rounds, s.ping_measurements, s.distinct_pairs), (2, 2, 2));
+        // Side by side: both parts measure 34 x 4 us at once, so the time is one part's, plus
+        // the far part's job and outcome crossing 7 us each way; coordination within part 2
+        // (leader 2 sends to 3, 3 answers) stays on its switch: 2 x 2 us and the bytes.
+        assert!((s.measure_time_s - 34.0 * 4e-6).abs() < 1e-12, "{s:?}");
+        assert!(
+            s.coordination_time_s > 14e-6 && s.coordination_time_s < 14e-6 + far_coord,
+            "{s:?}"
+        );
+        assert!(s.coordination_time_s - 14e-6 < 0.5 * far_coord, "{s:?} vs {far_coord}");
+        // Interleaved (hosts sharing a kernel): parts in turn, their times added.
+        let mut q = SimProber::new(&t, NoiseModel::default(), 1)
+            .unwrap()
+            .with_schedule(SetSchedule::Interleaved);
+        q.run_parts(&[0, 2], &[vec![1, 0], vec![3, 2]], one_pair)
+            .unwrap()
+            .unwrap();
+        assert!(
+            (q.stats().measure_time_s - 2.0 * 3.0 * 12.0 * 4e-6).abs() < 1e-12,
+            "{:?}",
+            q.stats()
+        );
+        // A leader that is not a host is refused.
+        let err = p.run_parts(&[9], &[vec![1, 0]], one_pair).unwrap().unwrap_err();
+        assert!(err.to_string().contains("leader 9"), "{err}");
     }
 
     #[test]
