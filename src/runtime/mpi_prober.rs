@@ -12,6 +12,12 @@
 //!    RTTs into milliseconds (docs/design.md §5.3);
 //! 3. results come back to the coordinator in a non-blocking gather.
 //!
+//! Far-apart parts ([`Prober::run_parts`]): the coordinator sends a part's leader a `Part` round
+//! with the part's job; that leader becomes the coordinator of its part (the same protocol, its
+//! own ledger), every leader answers whoever sent it a round, and the part's outcome goes back
+//! to leader 0 (`TAG_PART`), which grafts. Parts run side by side on distinct machines, one
+//! after another where hosts share a kernel.
+//!
 //! Sets follow a [`SetSchedule`]. Where hosts share a kernel (emulated hosts, see below) they
 //! are interleaved in time: set 1 of every pair, then set 2 of every pair, each coordinated on
 //! its own, because a descheduled pair stays descheduled for a while and back-to-back sets would
