@@ -381,11 +381,7 @@ fn batch(
     let (mut mains, mut r) = if split.len() > 1 {
         infer_parts_apart(run, &blocks, &split, &part_hosts, cut, led_min)?
     } else {
-        warm_up(run, &blocks, cut)?;
-        let mut mains = parts::grow(run, n, &blocks, &split, &batch_params)?;
-        log::trace!("insertion done; refining");
-        let r = refine::refine(run, &mut mains, &batch_params)?;
-        (mains, r)
+        grow_and_refine(run, &blocks, &split, cut)?
     };
     let main = if mains.len() == 1 {
         mains.pop().expect("one part")
@@ -460,6 +456,22 @@ pub(crate) fn warm_up(run: &mut driver::Run, blocks: &[Vec<usize>], cut: f64) ->
     Ok(())
 }
 
+/// Warm-up, insertion and refinement of `parts` (each a list of indices into `blocks`) side by
+/// side in `run`'s rounds: one tree per part, in order, and one refinement report.
+pub(crate) fn grow_and_refine(
+    run: &mut driver::Run,
+    blocks: &[Vec<usize>],
+    parts: &[Vec<usize>],
+    cut: f64,
+) -> Result<(Vec<Builder>, refine::RefineReport), InferError> {
+    warm_up(run, blocks, cut)?;
+    let n = run.prober.num_hosts();
+    let mut mains = parts::grow(run, n, blocks, parts, &batch_params)?;
+    log::trace!("insertion done; refining");
+    let r = refine::refine(run, &mut mains, &batch_params)?;
+    Ok((mains, r))
+}
+
 /// Far-apart parts inferred under their own leaders (`part_run`): every part of at least
 /// `led_min` hosts but host 0's is a job of its own, led by its least
 /// host; host 0's part and all small parts are one job, led by host 0. The parts' trees come
@@ -480,10 +492,7 @@ fn infer_parts_apart(
     groups.extend((0..split.len()).filter(|&p| led(p)).map(|p| vec![p]));
     if groups.len() == 1 {
         // No part is led elsewhere: all grow here, side by side.
-        warm_up(run, blocks, cut)?;
-        let mut mains = parts::grow(run, n, blocks, split, &batch_params)?;
-        let r = refine::refine(run, &mut mains, &batch_params)?;
-        return Ok((mains, r));
+        return grow_and_refine(run, blocks, split, cut);
     }
     let mut part_of = vec![usize::MAX; n];
     for (p, hosts) in part_hosts.iter().enumerate() {

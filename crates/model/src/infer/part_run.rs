@@ -12,7 +12,7 @@
 //! same code on its own rank ([`work`]), gets exactly what a simulated one gets.
 
 use super::driver::{Builder, Counters, Run};
-use super::refine::{self, RefineReport};
+use super::refine::RefineReport;
 use super::tree::WorkTree;
 use super::InferError;
 use crate::probe::{PairMeasurement, PingSpec, ProbeError, Prober};
@@ -82,14 +82,12 @@ pub(crate) fn run(prober: &mut dyn Prober, job: &PartJob) -> Result<PartOutcome,
         run.store.add(m.clone());
     }
     let preloaded = run.store.raw.len();
-    super::warm_up(&mut run, &job.blocks, job.far_cut_s)?;
     if job.parts.iter().flatten().any(|&b| b >= job.blocks.len()) {
         return Err(InferError::Internal(
             "a part names a block the job does not have".into(),
         ));
     }
-    let mut mains = super::parts::grow(&mut run, n, &job.blocks, &job.parts, &super::batch_params)?;
-    let report = refine::refine(&mut run, &mut mains, &super::batch_params)?;
+    let (mains, report) = super::grow_and_refine(&mut run, &job.blocks, &job.parts, job.far_cut_s)?;
     Ok(PartOutcome {
         trees: mains.into_iter().map(|b: Builder| b.tree).collect(),
         measured: run.store.raw[preloaded..].to_vec(),
