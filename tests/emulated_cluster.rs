@@ -553,14 +553,15 @@ fn uneven_leaf_switches() {
     );
 }
 
-/// Far-apart parts under real MPI: 2 switches x 3 hosts joined by a long uplink (30 extra
+/// Far-apart parts under real MPI: 2 switches x 3 hosts joined by a long uplink (60 extra
 /// bridges), with the far threshold set between the same-switch and cross-switch round trips
 /// that `pingpong` measured (`TREECAST_FAR_RTT_US`; on a real network it comes from a gap in
 /// the readings, which a few bridges cannot make) and parts of 3 hosts led by their own leader
 /// (`TREECAST_PART_LEADERS_FROM=3`; by default only parts of 64 hosts and more are):
 /// host 3's leader coordinates the rounds of its switch and sends its tree back to rank 0,
-/// which grafts the parts. Three probes must each say the parts were led that way and give
-/// the two switches; broadcasts on that topology must match `MPI_Bcast` byte for byte.
+/// which grafts the parts. Three probes (the second with both leaders at work at once) must
+/// each say the parts were led that way and give the two switches; broadcasts on that
+/// topology must match `MPI_Bcast` byte for byte.
 #[test]
 fn far_apart_parts_are_inferred_under_their_own_leaders() {
     if !emulation_wanted() {
@@ -572,7 +573,7 @@ fn far_apart_parts_are_inferred_under_their_own_leaders() {
     let topo = "SwitchName=spine Switches=leafA,leafB\n\
                 SwitchName=leafA Nodes=h[000-002]\n\
                 SwitchName=leafB Nodes=h[003-005]\n";
-    let cluster = Cluster::up("tctef", topo, "10.213.236.0/24", &["--extra-hops", "30"]);
+    let cluster = Cluster::up("tctef", topo, "10.213.236.0/24", &["--extra-hops", "60"]);
     let switch_of = |h: &str| -> usize { h[1..].parse::<usize>().expect("host number") / 3 };
     let (hosts, m) = cluster.rtt_matrix(3, &switch_of);
     let (same, cross) = classes(&hosts, &m, &switch_of);
@@ -581,10 +582,24 @@ fn far_apart_parts_are_inferred_under_their_own_leaders() {
         "same-switch RTTs overlap cross-switch ones:\n{}",
         matrix_text(&hosts, &m)
     );
-    let far_us = format!("TREECAST_FAR_RTT_US={:.1}", (max(&same) * min(&cross)).sqrt());
+    // Well above the same-switch round trips, which a busy machine inflates (a spike only makes
+    // a near pair look far, but three that agree keep two hosts apart), and below every
+    // cross-switch one.
+    let far_us = format!(
+        "TREECAST_FAR_RTT_US={:.1}",
+        (0.6 * min(&cross)).max((max(&same) * min(&cross)).sqrt())
+    );
     let truth = from_str_auto(topo, "truth.conf").expect("the emulated topology reads");
     let want = metrics::leaf_partition(&truth).expect("leaf partition");
     for k in 0..3 {
+        // Hosts here share the machine's CPUs, so parts are led one after another; the middle
+        // probe lifts the limit on concurrent pairs (as on distinct machines), and the two
+        // leaders coordinate their parts at the same time.
+        let pairs = if k == 1 {
+            "TREECAST_PROBE_PAIRS=all"
+        } else {
+            "TREECAST_PROBE_PAIRS=1"
+        };
         let args = [
             "-x",
             "TREECAST_LOG=info",
@@ -592,6 +607,8 @@ fn far_apart_parts_are_inferred_under_their_own_leaders() {
             &far_us,
             "-x",
             "TREECAST_PART_LEADERS_FROM=3",
+            "-x",
+            pairs,
             env!("CARGO_BIN_EXE_treecast"),
             "probe",
             "--format",
@@ -603,6 +620,11 @@ fn far_apart_parts_are_inferred_under_their_own_leaders() {
         assert!(
             log.contains("2 far-apart parts of [3, 3] hosts inferred under 2 leaders (hosts [0, 3])"),
             "probe {k} ({far_us}) did not infer the two switches under their own leaders:\n{log}"
+        );
+        let how = if k == 1 { "side by side" } else { "one after another" };
+        assert!(
+            log.contains(&format!("led by hosts [0, 3], {how}")),
+            "probe {k} ({pairs}) did not lead the parts {how}:\n{log}"
         );
         let text = String::from_utf8_lossy(&out.stdout).into_owned();
         let t = from_str_auto(&text, "probe.json")

@@ -8,7 +8,7 @@
 //! | `TREECAST_CACHE` | directory caching inferred topologies, keyed by the sorted host names | unset |
 //! | `TREECAST_PROBE` | `0` disables probing (plans then ignore the network) | `1` |
 //! | `TREECAST_CALIBRATE` | `0` skips the set-up calibration of predictions (host-mates' ping-pong and send overhead; see `runtime::calibrate`), which then use the topology's link parameters alone | `1` |
-//! | `TREECAST_PROBE_PAIRS` | measure at most this many host pairs at once (`1` for hosts emulated on one machine, which share its CPUs) | unlimited |
+//! | `TREECAST_PROBE_PAIRS` | measure at most this many host pairs at once (`1` for hosts emulated on one machine, which share its CPUs); `all`: whole rounds, and far-apart parts side by side | `all`, or half the CPUs where hosts share a kernel |
 //! | `TREECAST_PROBE_SETS` | `back-to-back`: each pair measures its sets in one window; `interleaved`: one window per set over all pairs (protects emulated hosts from scheduling stalls, costs a coordination per set) | `interleaved` where hosts share a kernel, else `back-to-back` |
 //! | `TREECAST_PROBE_BANDWIDTH` | bytes per transfer of the bandwidth map built after inference (`0`: no map, plans then see only latency) | `1MiB` |
 //! | `TREECAST_FAR_RTT_US` | round trip (us) from which host pairs are far apart (routed or wide-area paths): parts joined only by such paths are inferred each under its own leader and grafted (`infer::parts`); `inf`: no far parts | `auto`: the first gap in the readings |
@@ -124,9 +124,10 @@ impl Config {
             probe: var("TREECAST_PROBE").map(|v| v != "0").unwrap_or(true),
             calibrate: var("TREECAST_CALIBRATE").is_none_or(|v| parse_switch("TREECAST_CALIBRATE", &v)),
             probe_pairs: var("TREECAST_PROBE_PAIRS").and_then(|v| match v.parse::<usize>() {
+                _ if v == "all" => Some(usize::MAX),
                 Ok(k) if k > 0 => Some(k),
                 _ => {
-                    log::warn!("TREECAST_PROBE_PAIRS={v:?} is not a positive integer; ignored");
+                    log::warn!("TREECAST_PROBE_PAIRS={v:?} is neither a positive integer nor 'all'; ignored");
                     None
                 }
             }),
