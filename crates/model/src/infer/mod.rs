@@ -569,6 +569,13 @@ fn infer_parts_apart(
         report.threshold_s = report.threshold_s.max(o.report.threshold_s);
         report.rechecked.extend(o.report.rechecked);
         for (t, &p) in o.trees.into_iter().zip(group) {
+            if !t.holds_exactly(n, &part_hosts[p]) {
+                return Err(InferError::Internal(format!(
+                    "the leader of far-apart part {p} (host {}) sent a tree that is not one over its {} hosts",
+                    part_hosts[p][0],
+                    part_hosts[p].len()
+                )));
+            }
             trees[p] = Some(t);
         }
     }

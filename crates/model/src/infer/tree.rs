@@ -116,6 +116,34 @@ impl WorkTree {
     pub fn vertex_of(&self, host: usize) -> Option<usize> {
         self.vertex_of[host]
     }
+
+    /// Whether this is a well-formed tree over `num_hosts` host slots holding exactly `hosts`:
+    /// what the coordinator checks of a tree a far-apart part's leader sent (it arrives as
+    /// bytes, and every later step indexes it without checking).
+    pub fn holds_exactly(&self, num_hosts: usize, hosts: &[usize]) -> bool {
+        let n = self.parent.len();
+        let same_len = [
+            self.len.len(),
+            self.children.len(),
+            self.host_of.len(),
+            self.alive.len(),
+            self.depth.len(),
+            self.droot.len(),
+        ]
+        .iter()
+        .all(|&l| l == n);
+        let links_in_range = self.parent.iter().flatten().all(|&p| p < n)
+            && self.children.iter().flatten().all(|&c| c < n)
+            && (n == 0 || self.root < n);
+        same_len
+            && links_in_range
+            && self.vertex_of.len() == num_hosts
+            && self.hosts_in == hosts.len()
+            && self.vertex_of.iter().flatten().count() == hosts.len()
+            && hosts
+                .iter()
+                .all(|&h| h < num_hosts && self.vertex_of[h].is_some_and(|v| v < n && self.host_of[v] == Some(h)))
+    }
     pub fn host_of(&self, v: usize) -> Option<usize> {
         self.host_of[v]
     }
@@ -589,6 +617,22 @@ impl WorkTree {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_tree_whose_tables_disagree_is_not_well_formed() {
+        let mut t = WorkTree::new(4);
+        t.init_pair(0, 1, 25e-6);
+        assert!(t.holds_exactly(4, &[0, 1]));
+        let mut short = t.clone();
+        short.len.pop();
+        assert!(!short.holds_exactly(4, &[0, 1]), "a table one short");
+        let mut dangling = t.clone();
+        dangling.parent[1] = Some(7);
+        assert!(!dangling.holds_exactly(4, &[0, 1]), "a parent beyond the vertices");
+        let mut swapped = t.clone();
+        swapped.host_of[0] = Some(1);
+        assert!(!swapped.holds_exactly(4, &[0, 1]), "host and vertex tables disagree");
+    }
+
     use super::*;
 
     /// h0 -- 3 -- X -- 4 -- h1, X -- 2 -- h2
