@@ -8,11 +8,12 @@
 //! | `TREECAST_CACHE` | directory caching inferred topologies, keyed by the sorted host names | unset |
 //! | `TREECAST_PROBE` | `0` disables probing (plans then ignore the network) | `1` |
 //! | `TREECAST_CALIBRATE` | `0` skips the set-up calibration of predictions (host-mates' ping-pong and send overhead; see `runtime::calibrate`), which then use the topology's link parameters alone | `1` |
-//! | `TREECAST_PROBE_PAIRS` | measure at most this many host pairs at once (`1` for hosts emulated on one machine, which share its CPUs); `all`: whole rounds, and far-apart parts side by side | `all`, or half the CPUs where hosts share a kernel |
+//! | `TREECAST_PROBE_PAIRS` | measure at most this many host pairs at once (`1` for hosts emulated on one machine, which share its CPUs); `all`: whole rounds | `all`, or half the CPUs where hosts share a kernel |
 //! | `TREECAST_PROBE_SETS` | `back-to-back`: each pair measures its sets in one window; `interleaved`: one window per set over all pairs (protects emulated hosts from scheduling stalls, costs a coordination per set) | `interleaved` where hosts share a kernel, else `back-to-back` |
 //! | `TREECAST_PROBE_BANDWIDTH` | bytes per transfer of the bandwidth map built after inference (`0`: no map, plans then see only latency) | `1MiB` |
 //! | `TREECAST_FAR_RTT_US` | round trip (us) from which host pairs are far apart (routed or wide-area paths): parts joined only by such paths are inferred each under its own leader and grafted (`infer::parts`); `inf`: no far parts | `auto`: the first gap in the readings |
 //! | `TREECAST_PART_LEADERS_FROM` | testing: far-apart parts of at least N hosts are inferred under their own leader (`infer::part_run`), so that path runs under real MPI on a few emulated hosts | `64` |
+//! | `TREECAST_PROBE_PARTS` | `side-by-side`: far-apart parts' leaders probe their parts at the same time; `in-turn`: one after another | `side-by-side` where `TREECAST_PROBE_PAIRS` is unlimited, else `in-turn` |
 //! | `TREECAST_PROBE_DUMP` | write every probe measurement (host names, each pair's round trips in sets) as JSON to this path, for `treecast infer --replay` and offline study | unset |
 //! | `TREECAST_ROUTE` | `auto`: each (root, size class) on the faster of treecast's plan and the MPI library's `MPI_Bcast` (by prediction, else a timed trial); `plan`: always treecast's plan (full error detection); `library`: always the library where it can serve | `auto` |
 //! | `TREECAST_SEGMENT` | segment size in bytes for pipelined plans (e.g. `128KiB`) | planner's choice |
@@ -46,6 +47,9 @@ pub struct Config {
     /// Testing knob: far-apart parts of at least this many hosts are led by their own leader
     /// (`TREECAST_PART_LEADERS_FROM`).
     pub led_part_min_hosts: usize,
+    /// Far-apart parts led side by side (`Some(true)`), in turn, or by the pair limit (`None`;
+    /// `TREECAST_PROBE_PARTS`).
+    pub probe_parts_side_by_side: Option<bool>,
     /// Write the raw probe measurements here (`TREECAST_PROBE_DUMP`).
     pub probe_dump: Option<String>,
     /// How routes are chosen (`TREECAST_ROUTE`).
@@ -148,6 +152,14 @@ impl Config {
                         log::warn!("TREECAST_PART_LEADERS_FROM={v:?} is not a positive integer; ignored");
                         crate::infer::LED_PART_MIN_HOSTS
                     }
+                }
+            }),
+            probe_parts_side_by_side: var("TREECAST_PROBE_PARTS").and_then(|v| match v.as_str() {
+                "side-by-side" => Some(true),
+                "in-turn" => Some(false),
+                _ => {
+                    log::warn!("TREECAST_PROBE_PARTS={v:?} is neither 'side-by-side' nor 'in-turn'; ignored");
+                    None
                 }
             }),
             probe_sets: var("TREECAST_PROBE_SETS").and_then(|v| match v.as_str() {

@@ -315,7 +315,17 @@ struct MpiProber<'a> {
     names: &'a [String],
     max_pairs: usize,
     schedule: SetSchedule,
+    /// Far-apart parts are led side by side, or one after another (see `parts_side_by_side`).
+    side_by_side: bool,
     ledger: ProbeLedger,
+}
+
+/// Far-apart parts run side by side by default only where any number of pairs may measure at
+/// once (distinct machines): where pairs are limited (hosts sharing a kernel's CPUs, or
+/// `TREECAST_PROBE_PAIRS`), parts side by side would exceed the limit, so they run one after
+/// another. `TREECAST_PROBE_PARTS` decides instead when set.
+fn parts_side_by_side(max_pairs: usize, cfg: &Config) -> bool {
+    cfg.probe_parts_side_by_side.unwrap_or(max_pairs == usize::MAX)
 }
 
 impl MpiProber<'_> {
@@ -378,14 +388,6 @@ impl MpiProber<'_> {
         raw::wait_all(&mut reqs)
     }
 
-    /// Far-apart parts run side by side only where any number of pairs may measure at once
-    /// (distinct machines); where pairs are limited (hosts sharing a kernel's CPUs, or
-    /// `TREECAST_PROBE_PAIRS`), parts side by side would exceed the limit, so they run one
-    /// after another.
-    fn parts_side_by_side(&self) -> bool {
-        self.max_pairs == usize::MAX
-    }
-
     /// A prober for a far-apart part that this rank coordinates: same leaders and limits, its
     /// own ledger.
     fn for_part(&self, me: u32, max_pairs: usize, schedule: SetSchedule) -> MpiProber<'_> {
@@ -396,6 +398,7 @@ impl MpiProber<'_> {
             names: self.names,
             max_pairs,
             schedule,
+            side_by_side: self.side_by_side,
             ledger: ProbeLedger::new(self.n as usize),
         }
     }
@@ -427,13 +430,13 @@ impl MpiProber<'_> {
         log::info!(
             "treecast: {} far-apart part job(s) led by hosts {leaders:?}, {}",
             jobs.len(),
-            if self.parts_side_by_side() {
+            if self.side_by_side {
                 "side by side"
             } else {
                 "one after another (pairs measuring at once are limited)"
             }
         );
-        if self.parts_side_by_side() {
+        if self.side_by_side {
             let mut out: Vec<(u32, Vec<u8>)> = Vec::new();
             for (&l, job) in leaders.iter().zip(jobs) {
                 if l as u32 != self.me {
@@ -476,7 +479,7 @@ impl MpiProber<'_> {
             outcomes.push(out);
         }
         // Wall-clock time: measuring is the slowest part's (side by side) or all of them.
-        let measure_s = if self.parts_side_by_side() {
+        let measure_s = if self.side_by_side {
             measure.iter().copied().fold(0.0, f64::max)
         } else {
             measure.iter().sum()
@@ -713,6 +716,7 @@ fn coordinate(leaders: MPI_Comm, n: u32, hosts: &Hosts, cfg: &Config) -> Result<
         me: 0,
         names: &hosts.names,
         max_pairs,
+        side_by_side: parts_side_by_side(max_pairs, cfg),
         // Hosts sharing a kernel interleave sets; distinct machines measure them back to back.
         schedule: cfg.probe_sets.unwrap_or(if shared.is_some() {
             SetSchedule::Interleaved
@@ -838,6 +842,8 @@ fn serve(leaders: MPI_Comm, me: u32, n: u32, names: &[String]) -> Result<()> {
                     names,
                     max_pairs: max_pairs.min(usize::MAX as u64) as usize,
                     schedule,
+                    // A part has no parts of its own.
+                    side_by_side: false,
                     ledger: ProbeLedger::new(n as usize),
                 };
                 let reply: PartReply = infer::part_work(&mut p, &job)
