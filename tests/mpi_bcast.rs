@@ -211,13 +211,13 @@ fn topology_aware_plans_match_mpi_bcast() {
     let cases = ["u8:world:7", "f64:split:4096", "particle:dup:1MiB+3", "u8:world:9MiB"];
     let mut args = vec!["match"];
     args.extend_from_slice(&cases);
-    let env = [
+    let file_env = [
         ("TREECAST_TIMEOUT", "120"),
         ("TREECAST_VIRTUAL_HOSTS", "1"),
         ("TREECAST_TOPOLOGY", conf.to_str().unwrap()),
         ("TREECAST_LOG", "info"),
     ];
-    let out = mpirun(9, &example("check_bcast"), &args, &env, 1500);
+    let out = mpirun(9, &example("check_bcast"), &args, &file_env, 1500);
     assert_ok(&out, cases.len(), "match on 9 ranks with a 3-switch topology file");
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
@@ -227,13 +227,8 @@ fn topology_aware_plans_match_mpi_bcast() {
 
     // The same with the planning of large communicators (above 512 ranks: each rank builds
     // only its own ops from the chosen trees), which no machine here could otherwise run.
-    let env = [
-        ("TREECAST_TIMEOUT", "120"),
-        ("TREECAST_VIRTUAL_HOSTS", "1"),
-        ("TREECAST_TOPOLOGY", conf.to_str().unwrap()),
-        ("TREECAST_LOCAL_PLAN_ABOVE", "4"),
-        ("TREECAST_LOG", "info"),
-    ];
+    let mut env = file_env.to_vec();
+    env.push(("TREECAST_LOCAL_PLAN_ABOVE", "4"));
     let out = mpirun(9, &example("check_bcast"), &args, &env, 1500);
     assert_ok(&out, cases.len(), "match on 9 ranks planned rank by rank");
     let stderr = String::from_utf8_lossy(&out.stderr);

@@ -91,6 +91,16 @@ pub(crate) struct Counters {
     pub relocated: u64,
 }
 
+impl Counters {
+    /// Add another run's counts (a far-apart part inferred by its leader).
+    pub fn absorb(&mut self, o: &Counters) {
+        self.remeasured += o.remeasured;
+        self.dropped += o.dropped;
+        self.forced += o.forced;
+        self.relocated += o.relocated;
+    }
+}
+
 impl<'p> Run<'p> {
     pub fn new(prober: &'p mut dyn Prober, spec: PingSpec, seed: u64) -> Self {
         let n = prober.num_hosts();

@@ -559,15 +559,8 @@ fn infer_parts_apart(
         for (a, b) in o.bad {
             run.store.mark_bad(a, b);
         }
-        run.counters.remeasured += o.counters.remeasured;
-        run.counters.dropped += o.counters.dropped;
-        run.counters.forced += o.counters.forced;
-        run.counters.relocated += o.counters.relocated;
-        report.relocated += o.report.relocated;
-        report.merged += o.report.merged;
-        report.noise_s = report.noise_s.max(o.report.noise_s);
-        report.threshold_s = report.threshold_s.max(o.report.threshold_s);
-        report.rechecked.extend(o.report.rechecked);
+        run.counters.absorb(&o.counters);
+        report.absorb(o.report);
         for (t, &p) in o.trees.into_iter().zip(group) {
             if !t.holds_exactly(n, &part_hosts[p]) {
                 return Err(InferError::Internal(format!(

@@ -40,6 +40,19 @@ pub(crate) struct RefineReport {
     pub rechecked: Vec<super::recheck::Contracted>,
 }
 
+impl RefineReport {
+    /// Take in the report of other trees refined apart (far-apart parts): counts and the
+    /// contractions add up, the noise and threshold are the largest, as for trees refined
+    /// together.
+    pub fn absorb(&mut self, o: RefineReport) {
+        self.relocated += o.relocated;
+        self.merged += o.merged;
+        self.noise_s = self.noise_s.max(o.noise_s);
+        self.threshold_s = self.threshold_s.max(o.threshold_s);
+        self.rechecked.extend(o.rechecked);
+    }
+}
+
 /// Verification passes on each builder's tree, then merge and refit. The trees hold disjoint
 /// hosts (far-apart parts of the network) and share every round; the report's noise and
 /// threshold are the largest over the trees.

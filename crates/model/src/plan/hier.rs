@@ -96,10 +96,29 @@ impl GroupSchedules {
 pub fn hier_tree_with(model: &CostModel, h: &Hierarchy, cache: Option<&GroupSchedules>) -> Vec<Vec<u32>> {
     let topo = model.topology();
     let mut children = vec![Vec::new(); topo.num_ranks()];
-    // The key (copies of the group's ranks) is built only when schedules are kept.
-    let schedule = |key: &dyn Fn() -> GroupKey, make: &dyn Fn() -> Vec<(u32, u32)>| match cache {
-        Some(c) => c.get_or(key(), make),
-        None => std::sync::Arc::new(make()),
+    // One group's schedule, made by `make` or taken from the cache (its key, copies of the
+    // group's ranks, is built only when schedules are kept), added to `children`.
+    let add = |children: &mut Vec<Vec<u32>>,
+               (relay, kind): (u32, GroupKind),
+               ranks: &[u32],
+               switch_relays: &[u32],
+               make: &dyn Fn() -> Vec<(u32, u32)>| {
+        let pairs = match cache {
+            Some(c) => {
+                let key = GroupKey {
+                    bytes_bits: model.bytes().to_bits(),
+                    relay,
+                    kind,
+                    ranks: ranks.to_vec(),
+                    switch_relays: switch_relays.to_vec(),
+                };
+                c.get_or(key, make)
+            }
+            None => std::sync::Arc::new(make()),
+        };
+        for &(src, dst) in pairs.iter() {
+            children[src as usize].push(dst);
+        }
     };
     for g in h.top_down() {
         let grp = &h.groups[g];
@@ -129,16 +148,7 @@ pub fn hier_tree_with(model: &CostModel, h: &Hierarchy, cache: Option<&GroupSche
                     });
                     tl.transfers.iter().map(|t| (t.src, t.dst)).collect()
                 };
-                let key = || GroupKey {
-                    bytes_bits: model.bytes().to_bits(),
-                    relay: grp.relay,
-                    kind: grp.kind,
-                    ranks: order.clone(),
-                    switch_relays: switch_relays.clone(),
-                };
-                for &(src, dst) in schedule(&key, &make).iter() {
-                    children[src as usize].push(dst);
-                }
+                add(&mut children, (grp.relay, grp.kind), &order, &switch_relays, &make);
             }
             continue;
         }
@@ -158,16 +168,7 @@ pub fn hier_tree_with(model: &CostModel, h: &Hierarchy, cache: Option<&GroupSche
             let tl = greedy_subset(model, members, grp.relay, &opts);
             tl.transfers.iter().map(|t| (t.src, t.dst)).collect()
         };
-        let key = || GroupKey {
-            bytes_bits: model.bytes().to_bits(),
-            relay: grp.relay,
-            kind: grp.kind,
-            ranks: members.clone(),
-            switch_relays: Vec::new(),
-        };
-        for &(src, dst) in schedule(&key, &make).iter() {
-            children[src as usize].push(dst);
-        }
+        add(&mut children, (grp.relay, grp.kind), members, &[], &make);
     }
     children
 }
