@@ -17,8 +17,10 @@
 //! machine-room network, where the budget is meaningful) is the second.
 //!
 //! Run: `cargo run --release --example bench_infer [SEEDS]` (default 20). CPU times are process
-//! CPU time, minimum of several runs (the machines are shared). `-- SEEDS families [FIRST]`
-//! prints the far-apart families only, over seeds FIRST.. (default 1).
+//! CPU time, minimum of several runs (the machines are shared). `-- SEEDS families [FIRST
+//! [LED]]` prints the far-apart families only, over seeds FIRST.. (default 1), with parts of
+//! at least LED hosts led by their own leaders (default `infer::LED_PART_MIN_HOSTS`; 32 leads
+//! every part of the 32-host families too, to see what grouping small parts together buys).
 
 use std::time::Instant;
 use treecast::infer::{infer, metrics, with_ranks, InferOptions, Strategy};
@@ -164,7 +166,7 @@ fn section(title: &str, t: &Topology, seeds: usize) -> metrics::Evaluation {
 /// the virtual probe time with the far threshold found in the data (the default) and, side by
 /// side in the same run, with the fixed 1 ms threshold used before; and whether the targets
 /// (>= 95% exact, <= 0.15 s) hold for the default.
-fn families(seeds: usize, first: u64) -> bool {
+fn families(seeds: usize, first: u64, led: usize) -> bool {
     use treecast::topology::gen::Clusters;
     println!("\nfar-apart families (clusters below a core over routed links; uplink one-way spread over the range):");
     println!(
@@ -183,9 +185,13 @@ fn families(seeds: usize, first: u64) -> bool {
         (8, 64, 0.05e-3, 1.25e-3),
         (8, 256, 0.05e-3, 1.25e-3),
     ];
+    let default = InferOptions {
+        led_part_min_hosts: led,
+        ..InferOptions::default()
+    };
     let fixed = InferOptions {
         far_rtt_s: Some(1e-3),
-        ..InferOptions::default()
+        ..default.clone()
     };
     let mut all_ok = true;
     for (clusters, hosts, lo, hi) in shapes {
@@ -203,7 +209,7 @@ fn families(seeds: usize, first: u64) -> bool {
             let model = NoiseModel::jitter(noise.parse().unwrap());
             // A family where inference fails outright is a row of the table, not the end of it.
             let (e, f) = match (
-                metrics::evaluate(&t, &model, &InferOptions::default(), seeds, first, 2_000),
+                metrics::evaluate(&t, &model, &default, seeds, first, 2_000),
                 metrics::evaluate(&t, &model, &fixed, seeds, first, 2_000),
             ) {
                 (Ok(e), Ok(f)) => (e, f),
@@ -250,7 +256,11 @@ fn main() {
     if std::env::args().nth(2).as_deref() == Some("families") {
         // A first seed other than 1 checks a change on trials it was not looked at on.
         let first: u64 = std::env::args().nth(3).and_then(|s| s.parse().ok()).unwrap_or(1);
-        families(seeds, first);
+        let led: usize = std::env::args()
+            .nth(4)
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(treecast::infer::LED_PART_MIN_HOSTS);
+        families(seeds, first, led);
         return;
     }
     println!("treecast inference benchmark: lomax jitter (scale 2 us, alpha 1.5), {seeds} seeds");

@@ -26,8 +26,8 @@ use serde::{Deserialize, Serialize};
 /// insertion (as a part is) came out wrong in 11 of 200 trials (a leaf split by a jitter-made link, or two leaves merged after a messy
 /// placement inflated the noise), while 32-host parts grown side by side with others, their
 /// parameters estimated from all of them, were wrong in 1 of 120 trials of 4-8 such parts
-/// (`treecast-model` families 4 x 128, 5 x 160, 8 x 256, seeds 1-40). A lone 64-host cluster
-/// was wrong in 2 of 200. Small parts are also the cheap ones to coordinate from afar: the
+/// (families 4 x 128, 5 x 160, 8 x 256, seeds 1-40: `bench_infer -- 20 families 1 32` leads
+/// them all). A lone 64-host cluster was wrong in 2 of 200 (the README has the commands). Small parts are also the cheap ones to coordinate from afar: the
 /// far-apart families whose probes took longest had parts of 64 hosts and more. (A lone
 /// 128-host cluster, a 16-way star, was wrong in 14 of 200: wide stars have troubles of their
 /// own.)
