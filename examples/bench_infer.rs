@@ -166,6 +166,20 @@ fn section(title: &str, t: &Topology, seeds: usize) -> metrics::Evaluation {
 /// the virtual probe time with the far threshold found in the data (the default) and, side by
 /// side in the same run, with the fixed 1 ms threshold used before; and whether the targets
 /// (>= 95% exact, <= 0.15 s) hold for the default.
+/// The far-apart families: (clusters, hosts, lowest and highest one-way uplink latency, s).
+const FAMILY_SHAPES: [(usize, usize, f64, f64); 10] = [
+    (2, 32, 0.05e-3, 1.25e-3),
+    (2, 64, 0.05e-3, 0.05e-3),
+    (2, 256, 1.25e-3, 1.25e-3),
+    (3, 144, 0.125e-3, 0.3e-3),
+    (4, 128, 0.05e-3, 1.25e-3),
+    (4, 256, 0.5e-3, 1.25e-3),
+    (5, 160, 0.05e-3, 0.2e-3),
+    (6, 96, 0.05e-3, 1.25e-3),
+    (8, 64, 0.05e-3, 1.25e-3),
+    (8, 256, 0.05e-3, 1.25e-3),
+];
+
 fn families(seeds: usize, first: u64, led: usize) -> bool {
     use treecast::topology::gen::Clusters;
     println!("\nfar-apart families (clusters below a core over routed links; uplink one-way spread over the range):");
@@ -173,18 +187,7 @@ fn families(seeds: usize, first: u64, led: usize) -> bool {
         "  {:<44} {:<27} {:>6} {:>10} {:>10} {:>6} {:>9}  | fixed 1 ms: {:>5} {:>10}",
         "family", "noise", "exact", "time mean", "time max", "rounds", "far thr", "exact", "time max"
     );
-    let shapes: [(usize, usize, f64, f64); 10] = [
-        (2, 32, 0.05e-3, 1.25e-3),
-        (2, 64, 0.05e-3, 0.05e-3),
-        (2, 256, 1.25e-3, 1.25e-3),
-        (3, 144, 0.125e-3, 0.3e-3),
-        (4, 128, 0.05e-3, 1.25e-3),
-        (4, 256, 0.5e-3, 1.25e-3),
-        (5, 160, 0.05e-3, 0.2e-3),
-        (6, 96, 0.05e-3, 1.25e-3),
-        (8, 64, 0.05e-3, 1.25e-3),
-        (8, 256, 0.05e-3, 1.25e-3),
-    ];
+    let shapes = FAMILY_SHAPES;
     let default = InferOptions {
         led_part_min_hosts: led,
         ..InferOptions::default()
@@ -263,6 +266,17 @@ fn main() {
         families(seeds, first, led);
         return;
     }
+    if std::env::args().nth(2).as_deref() == Some("trials") {
+        let arg = |n: usize| std::env::args().nth(n);
+        let family: usize = arg(3).and_then(|s| s.parse().ok()).expect("family index 0-9");
+        let noise = arg(4).unwrap_or_else(|| "normal:sd_us=2".into());
+        let first: u64 = arg(5).and_then(|s| s.parse().ok()).unwrap_or(1);
+        let led: usize = arg(6)
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(treecast::infer::LED_PART_MIN_HOSTS);
+        family_trials(seeds, family, &noise, first, led);
+        return;
+    }
     println!("treecast inference benchmark: lomax jitter (scale 2 us, alpha 1.5), {seeds} seeds");
 
     let shipped = testbed(0, None);
@@ -336,4 +350,48 @@ fn main() {
         cpu_all / cpu
     );
     println!("  target CPU <= 1 s: {}", if cpu <= 1.0 { "ok" } else { "MISSED" });
+}
+
+/// `bench_infer -- SEEDS trials FAMILY NOISE [FIRST] [LED]`: one row per trial of one far-apart
+/// family (its index in the families table, 0-9), with the leaf groups a wrong trial got, so a
+/// missed row can be traced to the trials that miss it.
+fn family_trials(seeds: usize, family: usize, noise: &str, first: u64, led: usize) {
+    use treecast::topology::gen::Clusters;
+    let (clusters, hosts, lo, hi) = FAMILY_SHAPES[family];
+    let t = Clusters::spread(clusters, hosts, 8, lo, hi).build().unwrap();
+    let opts = InferOptions {
+        led_part_min_hosts: led,
+        ..InferOptions::default()
+    };
+    let model = NoiseModel::jitter(noise.parse().unwrap());
+    let want = metrics::leaf_partition(&t).unwrap();
+    for s in first..first + seeds as u64 {
+        let mut prober = SimProber::new(&t, model.clone(), s ^ 0x005e_ed0f_9e0b).unwrap();
+        let o = InferOptions {
+            seed: s,
+            ..opts.clone()
+        };
+        let r = match infer(&mut prober, &o) {
+            Ok(r) => r,
+            Err(e) => {
+                println!("  seed {s:>3}: failed: {e}");
+                continue;
+            }
+        };
+        let got = metrics::leaf_partition(&r.topology).unwrap();
+        let st = &r.stats;
+        println!(
+            "  seed {s:>3}: {} {:.4} s {:>3} rounds, far {:>5.0} us, merged {} relocated {} remeasured {}",
+            if got == want { "exact" } else { "WRONG" },
+            st.probe.ping_time_s(),
+            st.probe.ping_rounds,
+            st.far_rtt_s.map_or(f64::INFINITY, |x| x * 1e6),
+            st.merged,
+            st.relocated,
+            st.remeasured
+        );
+        for g in got.iter().filter(|g| !want.contains(g)) {
+            println!("      got {}", g.join(" "));
+        }
+    }
 }
