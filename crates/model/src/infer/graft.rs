@@ -9,7 +9,8 @@
 //! measured as the mean absolute deviation from the median, so a few inflated one-sample
 //! measurements do not move the fit. A part whose exits towards different parts disagree (its
 //! subtree holds the junction of others) does not fit this model: the graft fails and the
-//! caller falls back to one tree.
+//! caller falls back to one tree. Exits that lie apart but explain the pairs alike (no pair
+//! starts between them) are no disagreement: the data cannot place them.
 //!
 //! With one exit per part, the distances between exits (the medians) form a small tree metric
 //! over the parts, joined by [`joining::join`] (two parts: one link); each part's tree hangs at
