@@ -419,8 +419,8 @@ fn large_far_apart_parts_are_inferred_under_their_own_leaders() {
     use treecast::topology::gen::Clusters;
     let t = Clusters::spread(2, 256, 8, 1.25e-3, 1.25e-3).build().unwrap();
     let want = metrics::leaf_partition(&t).unwrap();
-    for seed in [1, 2] {
-        let noise = || NoiseModel::jitter("lomax:scale_us=2,alpha=1.5".parse().unwrap());
+    let probe = |jitter: &str, seed: u64| {
+        let noise = || NoiseModel::jitter(jitter.parse().unwrap());
         let opts = InferOptions {
             seed,
             ..InferOptions::default()
@@ -433,14 +433,19 @@ fn large_far_apart_parts_are_inferred_under_their_own_leaders() {
             assert_eq!(
                 metrics::leaf_partition(&r.topology).unwrap(),
                 want,
-                "{how}, seed {seed}"
+                "{jitter} {how}, seed {seed}"
             );
         }
-        // Heavy-tailed jitter may stall one pair for a long time in either probe (a 0.28 s
-        // spike happened), so the total is only compared, the coordination measured.
-        let (pa, pb) = (&a.stats.probe, &b.stats.probe);
+        (a.stats.probe, b.stats.probe)
+    };
+    // Heavy-tailed jitter may stall one pair for a long time in either probe (a 0.28 s spike
+    // in one; once both hit, led 0.45 s against 0.40 s, after a change of schedule moved a
+    // pair into another round), so times are compared under normal jitter: over seeds 1-8 the
+    // led probe was 2.1-3.0x faster, its coordination 0.09-0.18x.
+    for seed in [1, 2, 3, 4] {
+        let (pa, pb) = probe("normal:sd_us=2", seed);
         assert!(
-            pa.time_s() < pb.time_s(),
+            pa.time_s() < 0.6 * pb.time_s(),
             "seed {seed}: led {:.4} s, from host 0 {:.4} s",
             pa.time_s(),
             pb.time_s()
@@ -453,6 +458,15 @@ fn large_far_apart_parts_are_inferred_under_their_own_leaders() {
         );
         // Every measurement of the parts is accounted for on the coordinator's prober.
         assert!(pa.ping_rounds > 0 && pa.distinct_pairs as usize >= 256, "{pa:?}");
+    }
+    for seed in [1, 2] {
+        let (pa, pb) = probe("lomax:scale_us=2,alpha=1.5", seed);
+        assert!(
+            pa.coordination_time_s < 0.25 * pb.coordination_time_s,
+            "seed {seed}: coordination led {:.4} s, from host 0 {:.4} s",
+            pa.coordination_time_s,
+            pb.coordination_time_s
+        );
     }
 }
 
