@@ -626,8 +626,11 @@ impl<'p> Run<'p> {
                 pairs.push((h, x));
             }
         }
+        // A requester may also serve another builder's request (committed in a block while it
+        // searches in the skeleton), so `busy` does not tell whether its own request was served.
+        let served: HashSet<usize> = pairs.iter().map(|p| p.0).collect();
         for &(_, h, _) in wants {
-            self.unserved[h] = if pairs.iter().any(|p| p.0 == h) {
+            self.unserved[h] = if served.contains(&h) {
                 0
             } else {
                 self.unserved[h].saturating_add(1)

@@ -418,13 +418,15 @@ pub(crate) fn join(
             // tie broken at random: an 8-part graft failed on it in 1 of 20 trials and fell
             // back to one tree (2.9 s). The graft is refused only when the common exits
             // explain these pairs worse than their own by more than the noise allows.
-            let (xc, xj) = if c < j {
-                (exits[c], exits[j])
-            } else {
-                (exits[j], exits[c])
+            let worse = || {
+                let (xc, xj) = if c < j {
+                    (exits[c], exits[j])
+                } else {
+                    (exits[j], exits[c])
+                };
+                spread(&residuals(trees, &links[&(c.min(j), c.max(j))], xc, xj)).1 - spread(&r).1
             };
-            let worse = spread(&residuals(trees, &links[&(c.min(j), c.max(j))], xc, xj)).1 - spread(&r).1;
-            if off > allowed && worse > SPREAD_NOISE * sigma / (r.len() as f64).sqrt() {
+            if off > allowed && worse() > SPREAD_NOISE * sigma / (r.len() as f64).sqrt() {
                 return Err(GraftError::ExitsDisagree {
                     c,
                     j,

@@ -156,11 +156,7 @@ pub(crate) fn locate(t: &WorkTree, s: &Store, h: usize, p: &LocateParams) -> Ste
     }
     let (g, _, vb, tol) = best.expect("two or more measurements");
     let at = t.point_on_path(va, vb, g, tol);
-    // The leaf from every measurement (they agree when H hangs at `at`, deeper or not): the
-    // median is robust to one bad value and averages the jitter of the rest.
-    let mut leaves: Vec<f64> = obs.iter().map(|&(_, vb, ob)| ob.d - t.dist_point(vb, at)).collect();
-    leaves.sort_by(f64::total_cmp);
-    let leaf = leaves[(leaves.len() - 1) / 2].max(0.0); // lower median: outliers are long
+    let leaf = implied_leaf(t, &obs, at);
 
     if p.robust {
         for &(b, vb, ob) in &obs {
@@ -228,11 +224,7 @@ pub(crate) fn locate(t: &WorkTree, s: &Store, h: usize, p: &LocateParams) -> Ste
         _ => None,
     };
     if let Some(v) = near {
-        let leaf_v = {
-            let mut l: Vec<f64> = obs.iter().map(|&(_, vb, ob)| ob.d - t.dist(vb, v)).collect();
-            l.sort_by(f64::total_cmp);
-            l[(l.len() - 1) / 2].max(0.0)
-        };
+        let leaf_v = implied_leaf(t, &obs, Point::At(v));
         let explored = explored_at(t, s, h, v, leaf_v, &obs, p);
         let host_ok = |c: usize| long(t.leaf_len(c));
         if let Some(step) = next_branch(t, v, &explored, &host_ok, leaf_v) {
@@ -255,6 +247,15 @@ pub(crate) fn locate(t: &WorkTree, s: &Store, h: usize, p: &LocateParams) -> Ste
             next_branch(t, v, &explored, &host_ok, leaf).unwrap_or(Step::Place { at, leaf })
         }
     }
+}
+
+/// H's leaf if it hangs at `at`, from every measurement (they agree when it does, deeper or
+/// not): the lower median, robust to one bad value (outliers are long) and averaging the
+/// jitter of the rest.
+fn implied_leaf(t: &WorkTree, obs: &[(usize, usize, Obs)], at: Point) -> f64 {
+    let mut leaves: Vec<f64> = obs.iter().map(|&(_, vb, ob)| ob.d - t.dist_point(vb, at)).collect();
+    leaves.sort_by(f64::total_cmp);
+    leaves[(leaves.len() - 1) / 2].max(0.0)
 }
 
 /// A branching point this many snapping tolerances short of a switch, with a long leaf, has
