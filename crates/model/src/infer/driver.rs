@@ -71,7 +71,13 @@ impl Builder {
 /// Shared state of an inference run.
 pub(crate) struct Run<'p> {
     pub prober: &'p mut dyn Prober,
+    /// The protocol measurements use now: `protocol`, or what the warm-up showed suffices
+    /// (see [`super::budget`]).
     pub spec: PingSpec,
+    /// The protocol the run was given.
+    pub protocol: PingSpec,
+    /// Pairs asked for again because they disagreed: measured under the full protocol.
+    again: HashSet<(usize, usize)>,
     pub store: Store,
     pub rng: Rng,
     /// Requests made by each host (to bound pathological searches).
@@ -112,6 +118,8 @@ impl<'p> Run<'p> {
         Run {
             prober,
             spec,
+            protocol: spec,
+            again: HashSet::new(),
             store: Store::new(n),
             rng: Rng::new(seed),
             steps: vec![0; n],
@@ -128,6 +136,29 @@ impl<'p> Run<'p> {
         let coarse = self.measure_far(pairs, self.spec.far_s)?;
         debug_assert!(coarse.is_empty(), "the run's own protocol cuts no pair short");
         Ok(())
+    }
+
+    /// Measure one round under the full protocol the run was given, whatever the warm-up
+    /// showed suffices (see [`super::budget`]): pairs measured again because they disagree,
+    /// and the pairs that decide whether a link is kept, need every round trip they can get
+    /// (a host whose messages are late reads noisier than the rest).
+    pub fn measure_fully(&mut self, pairs: &[(usize, usize)]) -> Result<(), InferError> {
+        let now = self.spec;
+        self.spec = PingSpec {
+            far_s: now.far_s,
+            ..self.protocol
+        };
+        let r = self.measure(pairs);
+        self.spec = now;
+        r
+    }
+
+    /// The protocol [`measure_fully`](Self::measure_fully) uses.
+    pub fn full_spec(&self) -> PingSpec {
+        PingSpec {
+            far_s: self.spec.far_s,
+            ..self.protocol
+        }
     }
 
     /// Measure one round with far pairs cut short ([`PingSpec::far_s`] = `far_s`): the fine
@@ -335,7 +366,15 @@ impl<'p> Run<'p> {
             for &(h, _) in &pairs {
                 self.steps[h] += 1;
             }
-            self.measure(&pairs)?;
+            let again = pairs
+                .iter()
+                .filter(|&&(a, b)| self.again.remove(&(a.min(b), a.max(b))))
+                .count();
+            if again > 0 {
+                self.measure_fully(&pairs)?;
+            } else {
+                self.measure(&pairs)?;
+            }
         }
     }
 
@@ -491,6 +530,7 @@ impl<'p> Run<'p> {
                 Step::Around(v) => wants.push((h, Want::Around(v))),
                 Step::Remeasure(x) => {
                     self.counters.remeasured += 1;
+                    self.again.insert((h.min(x), h.max(x)));
                     wants.push((h, Want::Host(x)));
                 }
                 Step::Drop(_) => unreachable!("drops are handled in step()"),
@@ -767,5 +807,29 @@ mod tests {
         let second = run.schedule(&builders, &wants);
         assert!(second.iter().any(|p| p.0 == 4 && p.1 < 2), "{second:?}");
         assert!(second.iter().any(|p| p.0 == 5 && p.1 < 2), "{second:?}");
+    }
+
+    #[test]
+    fn pairs_measured_again_get_the_full_protocol() {
+        use crate::probe::{NoiseModel, SimProber};
+        use crate::topology::gen::Tree;
+        let t = Tree::fat_tree(4, 2).build().unwrap();
+        let mut prober = SimProber::new(&t, NoiseModel::default(), 1).unwrap();
+        let mut run = Run::new(&mut prober, PingSpec::default(), 1);
+        // What the warm-up may have cut the run's sets to.
+        run.spec = PingSpec {
+            max_round_trips: 2,
+            ..run.protocol
+        };
+        run.measure(&[(0, 1)]).unwrap();
+        assert!(run.store.raw[0].set_len.iter().all(|&n| n <= 2));
+        // Under the full protocol every set runs at least patience + 1 round trips.
+        run.measure_fully(&[(0, 1)]).unwrap();
+        assert!(
+            run.store.raw[1].set_len.iter().all(|&n| n > 2),
+            "{:?}",
+            run.store.raw[1].set_len
+        );
+        assert_eq!(run.spec.max_round_trips, 2, "the run's own protocol is restored");
     }
 }

@@ -38,6 +38,7 @@
 //! code runs over MPI, an RTT matrix, or a simulated tree of any size.
 
 mod bandwidth;
+mod budget;
 mod center;
 mod driver;
 mod export;
@@ -453,6 +454,9 @@ pub(crate) fn warm_up(run: &mut driver::Run, blocks: &[Vec<usize>], cut: f64) ->
         run.measure_far(&warm, cut)?;
     }
     choose_statistic(&mut run.store);
+    let (spec, why) = budget::adapt(&run.protocol, &run.store);
+    log::debug!("round trips per set: {why}");
+    run.spec = spec;
     Ok(())
 }
 
@@ -526,7 +530,7 @@ fn infer_parts_apart(
             blocks: job_blocks,
             parts: job_parts,
             measured,
-            spec: run.spec,
+            spec: run.protocol,
             far_cut_s: cut,
             seed: run.rng.next_u64(),
             hint: run.hint,

@@ -180,7 +180,7 @@ fn merge_duplicates(
         .collect();
     log::trace!("duplicate-switch check: {} pairs to measure", need.len());
     for round in crate::probe::matching_rounds(&need) {
-        run.measure(&round)?;
+        run.measure_fully(&round)?;
     }
     let mut merged = 0;
     for b in mains.iter_mut().filter(|b| big(&b.tree)) {

@@ -180,6 +180,12 @@ impl Store {
         self.stat
     }
 
+    /// Use `stat` whatever the jitter looks like (tests of what depends on the statistic).
+    #[cfg(test)]
+    pub fn set_statistic_for_test(&mut self, stat: Statistic) {
+        self.stat = stat;
+    }
+
     /// Look at the shape of the jitter in everything measured so far and switch to the median
     /// when it is symmetric (see the module documentation); every observation is recomputed.
     /// Returns the median shape ratio when enough was measured to judge.
