@@ -154,11 +154,8 @@ impl<'p> Run<'p> {
     /// and the pairs that decide whether a link is kept, need every round trip they can get
     /// (a host whose messages are late reads noisier than the rest).
     pub fn measure_fully(&mut self, pairs: &[(usize, usize)]) -> Result<(), InferError> {
-        let now = self.spec;
-        self.spec = PingSpec {
-            far_s: now.far_s,
-            ..self.protocol
-        };
+        let full = self.full_spec();
+        let now = std::mem::replace(&mut self.spec, full);
         let r = self.measure(pairs);
         self.spec = now;
         r

@@ -87,8 +87,8 @@ pub(crate) fn recheck_short_links(
     let wanted: Vec<(usize, usize)> = cands.iter().flat_map(|c| c.pairs.iter().copied()).collect();
     let mut fresh: std::collections::HashMap<(usize, usize), f64> = Default::default();
     let mut measured = Vec::new();
+    let spec = run.full_spec();
     for round in crate::probe::matching_rounds(&wanted).into_iter().take(RECHECK_ROUNDS) {
-        let spec = run.full_spec();
         for m in run.prober.ping_round(&round, &spec)? {
             fresh.insert((m.a, m.b), run.store.distance_of(&m));
             measured.push(m);
