@@ -123,7 +123,7 @@ pub(crate) struct Detected {
 ///    first round is measured with the full protocol (far pairs cut short at the threshold or
 ///    [`MIN_FAR_RTT_S`]) and serves as the warm-up of insertion.
 /// 2. **Threshold.** Given, or the first gap in all readings so far ([`far_threshold`]),
-///    recomputed after every round; no gap, one part.
+///    recomputed after every round until the groups are decided; no gap, one part.
 /// 3. **Groups apart.** Groups are the components of the near readings (a near reading proves a
 ///    pair near: jitter only inflates). Two groups are far apart once [`FAR_READINGS`] far
 ///    readings join them and the lowest two agree within [`FAR_AGREE`]. Rounds of pairs
@@ -160,8 +160,14 @@ pub(crate) fn detect(run: &mut Run, n: usize, given: Option<f64>, warm: bool) ->
     let mut ordered_for: Vec<usize> = Vec::new();
     let mut rounds = 0;
     let mut graft_rounds = 0;
+    // The threshold the groups were decided under, once they are: the graft's rounds only add
+    // readings between parts already apart, and a threshold recomputed from them could move
+    // (one more spike inside the gap lowers it to the spike) and split a decided group.
+    let mut decided: Option<f64> = None;
     loop {
-        let thr = given.unwrap_or_else(|| far_threshold(&readings.iter().map(|r| 2.0 * r.2).collect::<Vec<f64>>()));
+        let thr = decided
+            .or(given)
+            .unwrap_or_else(|| far_threshold(&readings.iter().map(|r| 2.0 * r.2).collect::<Vec<f64>>()));
         if !thr.is_finite() {
             return Ok(one(thr));
         }
@@ -194,6 +200,7 @@ pub(crate) fn detect(run: &mut Run, n: usize, given: Option<f64>, warm: bool) ->
         // few: it places each part's exit from them, and one-sample readings are rough.
         let needy = if needy.is_empty() && graft_rounds < GRAFT_ROUNDS {
             graft_rounds += 1;
+            decided = Some(thr);
             (0..k)
                 .flat_map(|x| ((x + 1)..k).map(move |y| (x, y)))
                 .filter(|p| apart.get(p).map_or(0, Vec::len) < GRAFT_READINGS)
