@@ -479,10 +479,71 @@ fn three_switches_three_hosts_with_a_busy_core() {
             exact_at_least: 8,
         },
     );
+    give_ups_leave_no_stale_answer(&cluster);
     drop(hog);
     drop(cluster);
     let left = leftovers("tcte3h");
     assert!(left.is_empty(), "emucluster down left objects behind: {left:?}");
+}
+
+/// Probes where round trips are given up all the time (`TREECAST_PROBE_GIVE_UP_RATIO=1`: any
+/// round trip slower than its pair's fastest so far), so that late pongs of cancelled receives
+/// abound: each probe must finish, name every host once, report its give-ups, and never take a
+/// late pong for the current one. A round trip through the emulated network's veths and
+/// bridges takes at least 10 us here (the lowest of 10 probes: 9.97 us); a pong already waiting
+/// would return in 1-2 us, so every recorded round trip must be over 4 us.
+fn give_ups_leave_no_stale_answer(cluster: &Cluster) {
+    let dir = TempDir::new("giveup");
+    for k in 0..2 {
+        let dump = dir.0.join(format!("dump-{k}.json"));
+        let dump_var = format!("TREECAST_PROBE_DUMP={}", dump.display());
+        let mut args = Vec::new();
+        if k == 1 {
+            args.extend(["--mca", "mpi_yield_when_idle", "1"]);
+        }
+        args.extend(["-x", "TREECAST_LOG=info", "-x", "TREECAST_PROBE_GIVE_UP_US=1"]);
+        args.extend(["-x", "TREECAST_PROBE_GIVE_UP_RATIO=1", "-x", &dump_var]);
+        args.push(env!("CARGO_BIN_EXE_treecast"));
+        args.extend(["probe", "--format", "groups"]);
+        let out = cluster.mpirun_args("block", 1, &args);
+        assert!(
+            out.status.success(),
+            "treecast probe with give-ups failed: {}",
+            show(&out)
+        );
+        let mut named: Vec<String> = String::from_utf8_lossy(&out.stdout)
+            .split_whitespace()
+            .map(str::to_string)
+            .collect();
+        named.sort();
+        assert_eq!(named, numbered_hosts(9), "{}", show(&out));
+        let log = String::from_utf8_lossy(&out.stderr);
+        let given_up: u64 = log
+            .split(" given up on a stalled round trip")
+            .next()
+            .and_then(|head| head.rsplit(' ').next())
+            .and_then(|n| n.parse().ok())
+            .unwrap_or_else(|| panic!("the probe did not report its give-ups: {}", show(&out)));
+        assert!(given_up > 0, "no round trip was given up: {}", show(&out));
+        let text = std::fs::read_to_string(&dump).expect("the probe dump is written");
+        let d: serde_json::Value = serde_json::from_str(&text).expect("the probe dump reads");
+        let fastest = d["measurements"]
+            .as_array()
+            .expect("measurements")
+            .iter()
+            .flat_map(|m| m["samples_s"].as_array().expect("samples").iter())
+            .map(|x| x.as_f64().expect("a number"))
+            .fold(f64::INFINITY, f64::min);
+        assert!(
+            fastest > 4e-6,
+            "probe {k}: a round trip of {:.2} us, a late pong taken for the current one",
+            fastest * 1e6
+        );
+        eprintln!(
+            "give-up probe {k}: {given_up} measurements given up, fastest round trip {:.2} us",
+            fastest * 1e6
+        );
+    }
 }
 
 /// A three-level tree: 2 pods x 2 leaf switches x 2 hosts (every switch link 2 extra bridges,

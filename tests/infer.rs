@@ -657,6 +657,21 @@ fn a_spike_in_the_grafts_rounds_does_not_split_decided_parts() {
     );
 }
 
+#[test]
+fn a_stalled_round_trip_does_not_hold_its_round_back() {
+    // Traced in the far-apart families (2 clusters of 128 hosts, 2.5 ms apart, Lomax jitter,
+    // the seed of trial 43 of `bench_infer`): one round trip drew a 236 ms spike from the
+    // heavy tail, and its round, every pair of it, waited for it: 0.344 s of probing against
+    // 0.13 s for the row. The round trip is given up after 10 ms (`PingSpec::give_up_s`).
+    let r = exact_family_trial((2, 256, 1.25e-3, 1.25e-3), 43);
+    assert!(r.stats.given_up >= 1, "nothing given up");
+    assert!(
+        r.stats.probe.time_s() < 0.15,
+        "{:.4} s of probing",
+        r.stats.probe.time_s()
+    );
+}
+
 /// One trial of a far-apart family of `bench_infer` (clusters, hosts, lowest and highest
 /// one-way uplink latency; leaves of 8 hosts) under Lomax jitter, with that benchmark's seeds,
 /// asserted exact (leaf-switch partition): for trials traced there.

@@ -12,6 +12,8 @@
 //! | `TREECAST_PROBE_SETS` | `back-to-back`: each pair measures its sets in one window; `interleaved`: one window per set over all pairs (protects emulated hosts from scheduling stalls, costs a coordination per set) | `interleaved` where hosts share a kernel, else `back-to-back` |
 //! | `TREECAST_PROBE_BANDWIDTH` | bytes per transfer of the bandwidth map built after inference (`0`: no map, plans then see only latency) | `1MiB` |
 //! | `TREECAST_FAR_RTT_US` | round trip (us) from which host pairs are far apart (routed or wide-area paths): parts joined only by such paths are inferred each under its own leader and grafted (`infer::parts`); `inf`: no far parts | `auto`: the first gap in the readings |
+//! | `TREECAST_PROBE_GIVE_UP_US` | a probe round trip not back after this long (us) and 20 times its pair's fastest is given up, with the rest of that pair's measurement, so one stalled message does not hold a whole round back (`probe::protocol`); `inf`: never | `10000` |
+//! | `TREECAST_PROBE_GIVE_UP_RATIO` | testing: the multiple of a pair's fastest round trip below which none is given up, so tests can make give-ups (and their late pongs) happen on a quiet network | `20` |
 //! | `TREECAST_PART_LEADERS_FROM` | testing: far-apart parts of at least N hosts are inferred under their own leader (`infer::part_run`), so that path runs under real MPI on a few emulated hosts | `64` |
 //! | `TREECAST_PROBE_PARTS` | `side-by-side`: far-apart parts' leaders probe their parts at the same time; `in-turn`: one after another | `side-by-side` where `TREECAST_PROBE_PAIRS` is unlimited, else `in-turn` |
 //! | `TREECAST_PROBE_DUMP` | write every probe measurement (host names, each pair's round trips in sets) as JSON to this path, for `treecast infer --replay` and offline study | unset |
@@ -44,6 +46,11 @@ pub struct Config {
     pub probe_bandwidth_bytes: Option<u64>,
     /// The far threshold, round trip in seconds (`TREECAST_FAR_RTT_US`; `None`: from the data).
     pub far_rtt_s: Option<f64>,
+    /// How long a probe round trip may take before it is given up, seconds
+    /// (`TREECAST_PROBE_GIVE_UP_US`; see `PingSpec::give_up_s`).
+    pub probe_give_up_s: f64,
+    /// Testing knob: `PingSpec::give_up_ratio` (`TREECAST_PROBE_GIVE_UP_RATIO`).
+    pub probe_give_up_ratio: f64,
     /// Testing knob: far-apart parts of at least this many hosts are led by their own leader
     /// (`TREECAST_PART_LEADERS_FROM`).
     pub led_part_min_hosts: usize,
@@ -143,6 +150,30 @@ impl Config {
                         "TREECAST_FAR_RTT_US={v:?} is not a positive number of microseconds, 'auto' or 'inf'; ignored"
                     );
                     None
+                }
+            }),
+            probe_give_up_s: var("TREECAST_PROBE_GIVE_UP_US").map_or(crate::probe::GIVE_UP_S, |v| {
+                match v.parse::<f64>() {
+                    Ok(us) if us > 0.0 => us * 1e-6,
+                    _ => {
+                        log::warn!(
+                            "TREECAST_PROBE_GIVE_UP_US={v:?} is not a positive number of microseconds or 'inf'; using {} us",
+                            crate::probe::GIVE_UP_S * 1e6
+                        );
+                        crate::probe::GIVE_UP_S
+                    }
+                }
+            }),
+            probe_give_up_ratio: var("TREECAST_PROBE_GIVE_UP_RATIO").map_or(crate::probe::GIVE_UP_RATIO, |v| {
+                match v.parse::<f64>() {
+                    Ok(r) if r >= 1.0 => r,
+                    _ => {
+                        log::warn!(
+                            "TREECAST_PROBE_GIVE_UP_RATIO={v:?} is not a number of at least 1; using {}",
+                            crate::probe::GIVE_UP_RATIO
+                        );
+                        crate::probe::GIVE_UP_RATIO
+                    }
                 }
             }),
             led_part_min_hosts: var("TREECAST_PART_LEADERS_FROM").map_or(crate::infer::LED_PART_MIN_HOSTS, |v| {

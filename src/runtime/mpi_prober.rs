@@ -59,6 +59,14 @@ const TAG_ROUND: c_int = 6;
 const TAG_RESULT: c_int = 7;
 /// A far-apart part's outcome, part leader -> coordinator.
 const TAG_PART: c_int = 8;
+/// The handshake before a bulk transfer, both ways: not `TAG_PING`/`TAG_PONG`, whose stale
+/// pongs (of round trips given up) it must never match.
+const TAG_HELLO: c_int = 9;
+
+/// Sequence number of the next ping this process sends, carried in its first 8 bytes and
+/// echoed back: a pong of a round trip given up earlier (`PingSpec::give_up_s`) arrives later,
+/// and a receive from that peer must tell it from the pong it waits for.
+static PING_SEQ: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
 
 /// Sleeps between polls while waiting politely: the first is short, each next one twice as
 /// long, up to the longest. A rank waiting for its next turn wakes often only while its turn is
@@ -218,21 +226,56 @@ fn recv(comm: MPI_Comm, peer: c_int, buf: &mut [u8], tag: Option<c_int>) -> Resu
     }
 }
 
-/// One small-message round trip to `peer` (seconds).
-fn round_trip(comm: MPI_Comm, peer: c_int, buf: &mut [u8]) -> Result<f64> {
+/// One small-message round trip to `peer` (seconds), given up after `give_up_s`: the receive
+/// of the pong is cancelled and the time so far returned (at least `give_up_s`; the protocol
+/// then ends the pair's measurement). Pongs of round trips given up earlier are recognised by
+/// their sequence number and skipped. Messages under 8 bytes cannot carry one: their round
+/// trips are never given up.
+fn round_trip(comm: MPI_Comm, peer: c_int, buf: &mut [u8], give_up_s: f64) -> Result<f64> {
+    let seq = PING_SEQ
+        .fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+        .to_le_bytes();
+    let k = buf.len().min(seq.len());
+    buf[..k].copy_from_slice(&seq[..k]);
+    let give_up_s = if k == seq.len() { give_up_s } else { f64::INFINITY };
     let t0 = raw::wtime();
     send(comm, peer, buf, buf.len() as u64, TAG_PING)?;
-    recv(comm, peer, buf, Some(TAG_PONG))?;
-    Ok(raw::wtime() - t0)
+    loop {
+        // SAFETY: `buf` outlives the wait below (completed or cancelled before we return).
+        let mut req = unsafe { raw::irecv_bytes(buf.as_mut_ptr(), buf.len() as u64, peer, TAG_PONG, comm)? };
+        loop {
+            if raw::test_status(&mut req)?.is_some() {
+                break;
+            }
+            if raw::wtime() - t0 >= give_up_s {
+                if raw::cancel_recv(&mut req)? {
+                    return Ok(raw::wtime() - t0);
+                }
+                break; // matched meanwhile: completed
+            }
+            // SAFETY: no preconditions.
+            unsafe {
+                libc::sched_yield();
+            }
+        }
+        if buf[..k] == seq[..k] || k < seq.len() {
+            return Ok(raw::wtime() - t0);
+        }
+        // A stale pong: wait on for ours.
+    }
 }
 
 /// Answer pings from `peer` until it sends STOP.
 fn serve_pings(comm: MPI_Comm, peer: c_int, bytes: usize) -> Result<()> {
     let mut buf = vec![0u8; bytes];
-    while recv(comm, peer, &mut buf, None)? != TAG_STOP {
-        send(comm, peer, &buf, bytes as u64, TAG_PONG)?;
+    loop {
+        match recv(comm, peer, &mut buf, None)? {
+            TAG_STOP => return Ok(()),
+            // The late pong of a round trip this leader gave up on as the pinger: no answer.
+            TAG_PONG => continue,
+            _ => send(comm, peer, &buf, bytes as u64, TAG_PONG)?,
+        }
     }
-    Ok(())
 }
 
 /// Leader `me`'s side of one round; returns its encoded result (empty unless it initiated).
@@ -250,8 +293,10 @@ fn run_round(comm: MPI_Comm, me: u32, round: &Round) -> Result<Vec<u8>> {
             }
             let mut buf = vec![0u8; bytes];
             // Untimed: the first message of a pair may open its connection.
-            round_trip(comm, b as c_int, &mut buf)?;
-            let m = ping_pair(a as usize, b as usize, spec, || round_trip(comm, b as c_int, &mut buf))?;
+            round_trip(comm, b as c_int, &mut buf, f64::INFINITY)?;
+            let m = ping_pair(a as usize, b as usize, spec, |give_up| {
+                round_trip(comm, b as c_int, &mut buf, give_up)
+            })?;
             send(comm, b as c_int, &buf, 0, TAG_STOP)?;
             postcard::to_stdvec(&m).map_err(other)
         }
@@ -261,15 +306,16 @@ fn run_round(comm: MPI_Comm, me: u32, round: &Round) -> Result<Vec<u8>> {
             if me == a {
                 // A handshake first: it opens the connection (lazily made by most transports)
                 // and starts both sides together; then time bulk send + 1-byte acknowledgement.
-                round_trip(comm, b as c_int, &mut ack)?;
+                send(comm, b as c_int, &ack, 1, TAG_HELLO)?;
+                recv(comm, b as c_int, &mut ack, Some(TAG_HELLO))?;
                 let t0 = raw::wtime();
                 send(comm, b as c_int, &buf, *bytes, TAG_BULK)?;
                 recv(comm, b as c_int, &mut ack, Some(TAG_ACK))?;
                 let rate = *bytes as f64 / (raw::wtime() - t0).max(1e-9);
                 postcard::to_stdvec(&rate).map_err(other)
             } else {
-                recv(comm, a as c_int, &mut ack, Some(TAG_PING))?;
-                send(comm, a as c_int, &ack, 1, TAG_PONG)?;
+                recv(comm, a as c_int, &mut ack, Some(TAG_HELLO))?;
+                send(comm, a as c_int, &ack, 1, TAG_HELLO)?;
                 recv(comm, a as c_int, &mut buf, Some(TAG_BULK))?;
                 send(comm, a as c_int, &ack, 1, TAG_ACK)?;
                 Ok(Vec::new())
@@ -729,6 +775,11 @@ fn coordinate(leaders: MPI_Comm, n: u32, hosts: &Hosts, cfg: &Config) -> Result<
         bandwidth_bytes: cfg.probe_bandwidth_bytes,
         far_rtt_s: cfg.far_rtt_s,
         led_part_min_hosts: cfg.led_part_min_hosts,
+        ping: crate::probe::PingSpec {
+            give_up_s: cfg.probe_give_up_s,
+            give_up_ratio: cfg.probe_give_up_ratio,
+            ..crate::probe::PingSpec::default()
+        },
         ..InferOptions::default()
     };
     let t0 = raw::wtime();
@@ -747,7 +798,7 @@ fn coordinate(leaders: MPI_Comm, n: u32, hosts: &Hosts, cfg: &Config) -> Result<
     let s = &inferred.stats.probe;
     log::info!(
         "treecast: probed {n} hosts in {:.3} s: {} ping rounds, {} pairs ({:.1}% of all), {} bandwidth rounds; \
-         {} remeasured, {} dropped, {} relocated, {} merged switches",
+         {} remeasured, {} dropped, {} given up on a stalled round trip, {} relocated, {} merged switches",
         raw::wtime() - t0,
         s.ping_rounds,
         s.distinct_pairs,
@@ -755,6 +806,7 @@ fn coordinate(leaders: MPI_Comm, n: u32, hosts: &Hosts, cfg: &Config) -> Result<
         s.bandwidth_rounds,
         inferred.stats.remeasured,
         inferred.stats.dropped,
+        inferred.stats.given_up,
         inferred.stats.relocated,
         inferred.stats.merged,
     );

@@ -10,8 +10,8 @@
 //! - `--model TOPOLOGY [--noise none|normal:sd_us=X|lomax:scale_us=X,alpha=A] [--seed S]
 //!   [--trials K] [--format text|json]`: `K` inferences against simulated RTTs of the model, each
 //!   scored (exact leaf-switch partition, shared-link query errors, pairs measured, rounds,
-//!   virtual probe time). Extra knobs: `--strategy`, `--no-hint`, `--far-rtt-us`, `--stall-prob`,
-//!   `--loaded`, `--queries`, `--bandwidth-bytes`.
+//!   virtual probe time). Extra knobs: `--strategy`, `--no-hint`, `--far-rtt-us`,
+//!   `--give-up-us`, `--stall-prob`, `--loaded`, `--queries`, `--bandwidth-bytes`.
 
 use crate::CliError;
 use serde::Serialize;
@@ -72,6 +72,11 @@ pub struct Args {
     /// Most round trips per set (default 30).
     #[arg(long)]
     round_trips: Option<u32>,
+    /// A round trip (after a pair's first) not back after this many microseconds, and 20 times
+    /// the pair's fastest, is given up with the rest of the pair's measurement; `inf`: never
+    /// (default 10000).
+    #[arg(long)]
+    give_up_us: Option<f64>,
     /// Also build the staged bandwidth map with transfers of this many bytes.
     #[arg(long)]
     bandwidth_bytes: Option<u64>,
@@ -111,6 +116,14 @@ pub fn run(args: Args) -> Result<(), CliError> {
             return Err(CliError::Input("--round-trips must be at least 1".into()));
         }
         ping.max_round_trips = k;
+    }
+    if let Some(us) = args.give_up_us {
+        if us.is_nan() || us <= 0.0 {
+            return Err(CliError::Input(format!(
+                "--give-up-us: {us} is not a positive number of microseconds or 'inf'"
+            )));
+        }
+        ping.give_up_s = us * 1e-6;
     }
     let opts = InferOptions {
         strategy,

@@ -146,6 +146,7 @@ mod tests {
                     a: 2 * p,
                     b: 2 * p + 1,
                     set_len: vec![v.len() as u32],
+                    waited_s: 0.0,
                     samples_s: v,
                 });
             }

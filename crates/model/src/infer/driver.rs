@@ -110,6 +110,8 @@ pub(crate) struct Counters {
     pub forced: u64,
     /// Hosts detached and located again because the access length shrank after their placement.
     pub relocated: u64,
+    /// Pair measurements ended by a round trip given up (`PingSpec::give_up_s`).
+    pub given_up: u64,
 }
 
 impl Counters {
@@ -119,6 +121,7 @@ impl Counters {
         self.dropped += o.dropped;
         self.forced += o.forced;
         self.relocated += o.relocated;
+        self.given_up += o.given_up;
     }
 }
 
@@ -182,6 +185,7 @@ impl<'p> Run<'p> {
         }
         let spec = PingSpec { far_s, ..self.spec };
         let ms = self.prober.ping_round(pairs, &spec)?;
+        self.counters.given_up += ms.iter().filter(|m| m.waited_s > 0.0).count() as u64;
         if log::log_enabled!(log::Level::Trace) {
             let rtt = ms.iter().map(|m| m.rtt_s()).fold(0.0, f64::max);
             let dur = ms.iter().map(|m| m.duration_s()).fold(0.0, f64::max);

@@ -211,6 +211,7 @@ mod tests {
             a: 0,
             b: 1,
             set_len: vec![10],
+            waited_s: 0.0,
             samples_s: rtts,
         };
         let f = one_link(k, &m).unwrap();
@@ -264,6 +265,7 @@ mod tests {
                     a,
                     b,
                     set_len: vec![samples.len() as u32],
+                    waited_s: 0.0,
                     samples_s: samples,
                 });
                 links.push(p);

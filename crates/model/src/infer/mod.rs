@@ -153,6 +153,8 @@ pub struct InferStats {
     pub remeasured: u64,
     /// Measurements dropped as outliers.
     pub dropped: u64,
+    /// Pair measurements ended early by a stalled round trip (`PingSpec::give_up_s`).
+    pub given_up: u64,
     /// Hosts moved by verification.
     pub relocated: u64,
     /// Switches removed by the adaptive merge.
@@ -319,6 +321,7 @@ pub fn infer(prober: &mut dyn Prober, opts: &InferOptions) -> Result<Inferred, I
     };
     stats.remeasured = run.counters.remeasured;
     stats.dropped = run.counters.dropped;
+    stats.given_up = run.counters.given_up;
     let topology = export::to_topology(
         &main.tree,
         &names,

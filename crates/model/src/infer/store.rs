@@ -294,6 +294,7 @@ mod tests {
             b,
             samples_s: (0..sets * per_set).map(|_| base + jitter()).collect(),
             set_len: vec![per_set; sets as usize],
+            waited_s: 0.0,
         }
     }
 

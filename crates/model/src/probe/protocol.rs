@@ -14,6 +14,16 @@
 //! coarse pairs (only the join of far-apart parts of the network); the default is the [Shirai2007]
 //! protocol (`far_s` infinite).
 //!
+//! Beyond [Shirai2007], too: a round trip not back within [`PingSpec::give_up_s`] (and
+//! [`GIVE_UP_RATIO`] times the pair's lowest so far) is **given up**, and with it the rest of
+//! the pair's measurement (its messages wait behind the late one on the same connection). A
+//! round lasts as long as its slowest pair, so one stalled message (a lost packet's
+//! retransmission timeout, 200 ms on Linux TCP; a heavy-tailed jitter's spike) held every other
+//! pair's next round back for all of its duration: 57-236 ms in generated far-apart families
+//! whose whole inference takes 0.1 s. What the pair measured before is kept, and the wait is
+//! counted ([`PairMeasurement::waited_s`]). A pair's first round trip is never given up: there
+//! is nothing yet to judge it by.
+//!
 //! Every sample is kept: the estimate module fits latency distributions to them.
 
 use serde::{Deserialize, Serialize};
@@ -32,6 +42,34 @@ pub struct PingSpec {
     /// A pair whose first round trip takes at least this long (seconds) ends there: one set of
     /// one sample. Infinite (the default): never, the protocol of [Shirai2007].
     pub far_s: f64,
+    /// A round trip after a pair's first is given up once it has taken this long (seconds) and
+    /// `give_up_ratio` times the pair's lowest round trip so far, and the pair's measurement
+    /// ends there (see the module doc). Infinite: never.
+    #[serde(default = "default_give_up_s")]
+    pub give_up_s: f64,
+    /// ... and this many times the pair's lowest round trip so far (default [`GIVE_UP_RATIO`]).
+    #[serde(default = "default_give_up_ratio")]
+    pub give_up_ratio: f64,
+}
+
+/// Default [`PingSpec::give_up_s`]: 10 ms, beyond the scheduling stalls of an oversubscribed
+/// host (a time slice is 3-4 ms; hosts emulated on two cores read round trips of a few
+/// milliseconds whenever a pair is descheduled, and those must stay samples, or sets would end
+/// short there) and 10^2-10^3 times a switched network's round trip, so it ends nothing but
+/// true stalls.
+pub const GIVE_UP_S: f64 = 10e-3;
+
+/// A round trip is given up only beyond this many times the pair's lowest so far, so that a
+/// pair across a wide-area link (round trips of milliseconds, measured in full when inference
+/// needs it) is never cut by the fixed [`GIVE_UP_S`].
+pub const GIVE_UP_RATIO: f64 = 20.0;
+
+fn default_give_up_s() -> f64 {
+    GIVE_UP_S
+}
+
+fn default_give_up_ratio() -> f64 {
+    GIVE_UP_RATIO
 }
 
 impl Default for PingSpec {
@@ -42,6 +80,8 @@ impl Default for PingSpec {
             sets: 3,
             message_bytes: 8,
             far_s: f64::INFINITY,
+            give_up_s: GIVE_UP_S,
+            give_up_ratio: GIVE_UP_RATIO,
         }
     }
 }
@@ -51,6 +91,16 @@ impl PingSpec {
     /// that measure one set at a time skip its remaining sets.
     pub fn ended_far(&self, m: &PairMeasurement) -> bool {
         m.samples_s.first().is_some_and(|&t| t >= self.far_s)
+    }
+
+    /// How long the next round trip may take before it is given up, `best` being the pair's
+    /// lowest round trip so far (infinite before the first).
+    pub fn give_up_after(&self, best: f64) -> f64 {
+        if best.is_finite() {
+            self.give_up_s.max(self.give_up_ratio * best)
+        } else {
+            f64::INFINITY
+        }
     }
 }
 
@@ -65,6 +115,10 @@ pub struct PairMeasurement {
     pub samples_s: Vec<f64>,
     /// Number of samples in each set (sums to `samples_s.len()`).
     pub set_len: Vec<u32>,
+    /// Time spent on a round trip given up ([`PingSpec::give_up_s`]): no sample, but the
+    /// measurement took it. Zero when none was.
+    #[serde(default)]
+    pub waited_s: f64,
 }
 
 impl PairMeasurement {
@@ -76,6 +130,7 @@ impl PairMeasurement {
             b,
             samples_s: minima_s.to_vec(),
             set_len: vec![1; minima_s.len()],
+            waited_s: 0.0,
         }
     }
 
@@ -86,6 +141,7 @@ impl PairMeasurement {
             b,
             samples_s: Vec::new(),
             set_len: Vec::new(),
+            waited_s: 0.0,
         }
     }
 
@@ -94,6 +150,7 @@ impl PairMeasurement {
     pub fn append(&mut self, other: PairMeasurement) {
         self.samples_s.extend(other.samples_s);
         self.set_len.extend(other.set_len);
+        self.waited_s += other.waited_s;
     }
 
     /// The minimum of each set.
@@ -145,32 +202,49 @@ impl PairMeasurement {
         self.samples_s.len() == 1
     }
 
-    /// Time the measurement took: the sum of its round trips (seconds).
+    /// Time the measurement took: the sum of its round trips, given up ones included (seconds).
     pub fn duration_s(&self) -> f64 {
-        self.samples_s.iter().sum()
+        self.samples_s.iter().sum::<f64>() + self.waited_s
     }
 }
 
-/// Run the protocol for pair `(a, b)`: `round_trip()` performs one ping-pong and returns its
-/// duration in seconds (the MPI prober times a send/receive of `spec.message_bytes`; the
-/// simulated prober draws from its noise model). Errors from the closure abort the measurement.
+/// Run the protocol for pair `(a, b)`: `round_trip(give_up)` performs one ping-pong and
+/// returns its duration in seconds, or stops waiting once `give_up` seconds have passed and
+/// returns that long (the MPI prober times a send/receive of `spec.message_bytes`; the
+/// simulated prober draws from its noise model). A round trip of `give_up` or longer is given
+/// up and ends the measurement. Errors from the closure abort the measurement.
 pub fn ping_pair<E>(
     a: usize,
     b: usize,
     spec: &PingSpec,
-    mut round_trip: impl FnMut() -> Result<f64, E>,
+    mut round_trip: impl FnMut(f64) -> Result<f64, E>,
 ) -> Result<PairMeasurement, E> {
     let sets = spec.sets.max(1);
     let max_rt = spec.max_round_trips.max(1);
-    let mut samples = Vec::with_capacity((sets * max_rt.min(64)) as usize);
+    let mut samples: Vec<f64> = Vec::with_capacity((sets * max_rt.min(64)) as usize);
     let mut set_len = Vec::with_capacity(sets as usize);
+    let mut lowest = f64::INFINITY;
     for _ in 0..sets {
         let mut best = f64::INFINITY;
         let mut since_improvement = 0u32;
         let mut n = 0u32;
         while n < max_rt {
-            let t = round_trip()?;
+            let give_up = spec.give_up_after(lowest);
+            let t = round_trip(give_up)?;
+            if t >= give_up {
+                if n > 0 {
+                    set_len.push(n);
+                }
+                return Ok(PairMeasurement {
+                    a,
+                    b,
+                    samples_s: samples,
+                    set_len,
+                    waited_s: t,
+                });
+            }
             samples.push(t);
+            lowest = lowest.min(t);
             n += 1;
             if samples.len() == 1 && t >= spec.far_s {
                 return Ok(PairMeasurement {
@@ -178,6 +252,7 @@ pub fn ping_pair<E>(
                     b,
                     samples_s: samples,
                     set_len: vec![1],
+                    waited_s: 0.0,
                 });
             }
             if t < best {
@@ -197,6 +272,7 @@ pub fn ping_pair<E>(
         b,
         samples_s: samples,
         set_len,
+        waited_s: 0.0,
     })
 }
 
@@ -206,7 +282,7 @@ mod tests {
 
     fn run(seq: &[f64], spec: &PingSpec) -> PairMeasurement {
         let mut it = seq.iter().copied().cycle();
-        ping_pair::<()>(0, 1, spec, || Ok(it.next().unwrap())).unwrap()
+        ping_pair::<()>(0, 1, spec, |_| Ok(it.next().unwrap())).unwrap()
     }
 
     #[test]
@@ -273,9 +349,43 @@ mod tests {
     }
 
     #[test]
+    fn a_stalled_round_trip_is_given_up_and_ends_the_pair() {
+        // Sets of 11 at 20 us; the 15th round trip stalls for 236 ms.
+        let mut seq: Vec<f64> = vec![20e-6; 14];
+        seq.push(236e-3);
+        seq.extend([20e-6; 40]);
+        let mut it = seq.iter().copied();
+        let mut limits = Vec::new();
+        let m = ping_pair::<()>(0, 1, &PingSpec::default(), |give_up| {
+            limits.push(give_up);
+            Ok(it.next().unwrap().min(give_up))
+        })
+        .unwrap();
+        // The first set is whole, the second keeps its 3 round trips, nothing follows.
+        assert_eq!(m.set_len, vec![11, 3]);
+        assert_eq!(m.samples_s.len(), 14);
+        assert!((m.waited_s - GIVE_UP_S).abs() < 1e-15, "{}", m.waited_s);
+        assert!((m.duration_s() - (14.0 * 20e-6 + GIVE_UP_S)).abs() < 1e-12);
+        // The first round trip has nothing to be judged by.
+        assert!(limits[0].is_infinite());
+        assert!(limits[1..].iter().all(|&l| l == GIVE_UP_S));
+        // A slow path is judged by its own round trips: 5 ms ones are never given up.
+        let m = run(&[5e-3, 12e-3, 5e-3], &PingSpec::default());
+        assert_eq!((m.set_len.len(), m.waited_s), (3, 0.0));
+        assert_eq!(PingSpec::default().give_up_after(5e-3), GIVE_UP_RATIO * 5e-3);
+        // Never giving up is the protocol of [Shirai2007].
+        let never = PingSpec {
+            give_up_s: f64::INFINITY,
+            ..PingSpec::default()
+        };
+        let m = run(&[20e-6, 236e-3], &never);
+        assert_eq!((m.set_len.len(), m.waited_s), (3, 0.0));
+    }
+
+    #[test]
     fn closure_errors_abort() {
         let mut n = 0;
-        let r = ping_pair(0, 1, &PingSpec::default(), || {
+        let r = ping_pair(0, 1, &PingSpec::default(), |_| {
             n += 1;
             if n == 5 {
                 Err("lost peer")

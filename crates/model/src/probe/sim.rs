@@ -164,8 +164,11 @@ impl SimProber {
         let stall = self.draw_stall();
         let lat = (self.route(a, b).0, self.route(b, a).0);
         let opening = self.round_trip(a, b, lat, stall);
-        let m = ping_pair::<std::convert::Infallible>(a, b, spec, || Ok(self.round_trip(a, b, lat, stall)))
-            .unwrap_or_else(|e| match e {});
+        // A round trip given up is waited for until then only (see `protocol`).
+        let m = ping_pair::<std::convert::Infallible>(a, b, spec, |give_up| {
+            Ok(self.round_trip(a, b, lat, stall).min(give_up))
+        })
+        .unwrap_or_else(|e| match e {});
         let t = opening + m.duration_s();
         (m, t)
     }
