@@ -525,6 +525,7 @@ fn give_ups_leave_no_stale_answer(cluster: &Cluster) {
             .and_then(|n| n.parse().ok())
             .unwrap_or_else(|| panic!("the probe did not report its give-ups: {}", show(&out)));
         assert!(given_up > 0, "no round trip was given up: {}", show(&out));
+        assert!(!log.contains("late pongs unreceived"), "{}", show(&out));
         let text = std::fs::read_to_string(&dump).expect("the probe dump is written");
         let d: serde_json::Value = serde_json::from_str(&text).expect("the probe dump reads");
         let fastest = d["measurements"]

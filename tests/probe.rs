@@ -151,3 +151,44 @@ fn back_to_back_sets_over_mpi_find_every_virtual_host() {
         assert_eq!(t.ranks_below(v).len(), 2, "{}", t.vertex(v).name);
     }
 }
+
+/// Round trips given up (`PingSpec::give_up_s`), forced on every round trip slower than its
+/// pair's fastest (`TREECAST_PROBE_GIVE_UP_RATIO=1`): receives are cancelled and late pongs
+/// arrive in later windows and rounds, on either MPI. Probing must finish with every virtual
+/// host and report its give-ups, under both set schedules, the bandwidth map's handshakes
+/// afterwards must not trip over a late pong (its own tags), and every late pong must be
+/// received before the leaders' communicator is freed (under MPICH, freeing one with a message
+/// unmatched aborted the job). That no late pong is taken for a current one is checked where
+/// round trips have a floor (`tests/emulated_cluster.rs`).
+#[test]
+fn round_trips_given_up_over_mpi_leave_probing_intact() {
+    for sets in ["interleaved", "back-to-back"] {
+        let env = [
+            ("TREECAST_VIRTUAL_HOSTS", "1"),
+            ("TREECAST_PROBE_PAIRS", "1"),
+            ("TREECAST_PROBE_SETS", sets),
+            ("TREECAST_PROBE_GIVE_UP_US", "1"),
+            ("TREECAST_PROBE_GIVE_UP_RATIO", "1"),
+            ("TREECAST_PROBE_BANDWIDTH", "64KiB"),
+            ("TREECAST_LOG", "info"),
+        ];
+        let out = mpirun(4, &treecast(), &["probe", "--format", "json"], &env, 300);
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{sets}: {stdout}\n{stderr}");
+        let given_up: u64 = stderr
+            .split(" given up on a stalled round trip")
+            .next()
+            .and_then(|head| head.rsplit(' ').next())
+            .and_then(|n| n.parse().ok())
+            .unwrap_or_else(|| panic!("{sets}: no give-ups reported:\n{stderr}"));
+        assert!(given_up > 0, "{sets}: nothing given up:\n{stderr}");
+        // Every late pong was received before the communicator was freed (MPICH aborts the job
+        // when one with unmatched messages is freed; Open MPI frees it silently).
+        assert!(!stderr.contains("late pongs unreceived"), "{sets}:\n{stderr}");
+        let t = topology::json::from_str(&stdout, "probe output").unwrap_or_else(|e| panic!("{e}\n{stdout}"));
+        assert_eq!(t.num_ranks(), 4);
+        assert_eq!(t.vertices_of_kind(VertexKind::Node).len(), 4, "{sets}: {stdout}");
+        eprintln!("{sets}: {given_up} measurements given up");
+    }
+}

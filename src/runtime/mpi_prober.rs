@@ -68,6 +68,45 @@ const TAG_HELLO: c_int = 9;
 /// and a receive from that peer must tell it from the pong it waits for.
 static PING_SEQ: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
 
+/// Late pongs still to come, per peer: one for every pong receive cancelled by a round trip
+/// given up (the peer answers every ping it gets), one less for each skipped on arrival. They
+/// are received before the leaders' communicator is freed ([`drain_late_pongs`]): MPICH refuses
+/// to free a communicator with unmatched messages (the job aborts).
+static LATE_PONGS: std::sync::Mutex<std::collections::BTreeMap<c_int, u32>> =
+    std::sync::Mutex::new(std::collections::BTreeMap::new());
+
+/// Count a late pong from `peer` as coming (`+1`) or as arrived (`-1`).
+fn late_pong(peer: c_int, coming: bool) {
+    let mut late = LATE_PONGS.lock().unwrap_or_else(|e| e.into_inner());
+    let n = late.entry(peer).or_insert(0);
+    if coming {
+        *n += 1;
+    } else {
+        *n = n.saturating_sub(1);
+    }
+    if *n == 0 {
+        late.remove(&peer);
+    }
+}
+
+/// Receive every late pong still to come (see [`LATE_PONGS`]); `bytes` is the largest ping
+/// sent, waited for politely. Every one of them was answered before its round ended, so none
+/// can be missing unless probing failed.
+fn drain_late_pongs(comm: MPI_Comm) -> Result<()> {
+    let late = std::mem::take(&mut *LATE_PONGS.lock().unwrap_or_else(|e| e.into_inner()));
+    for (peer, n) in late {
+        for _ in 0..n {
+            recv_message(comm, peer, TAG_PONG)?;
+        }
+    }
+    Ok(())
+}
+
+/// Late pongs still to come (none after [`drain_late_pongs`]).
+fn late_pongs_pending() -> bool {
+    !LATE_PONGS.lock().unwrap_or_else(|e| e.into_inner()).is_empty()
+}
+
 /// Sleeps between polls while waiting politely: the first is short, each next one twice as
 /// long, up to the longest. A rank waiting for its next turn wakes often only while its turn is
 /// likely near.
@@ -249,6 +288,7 @@ fn round_trip(comm: MPI_Comm, peer: c_int, buf: &mut [u8], give_up_s: f64) -> Re
             }
             if raw::wtime() - t0 >= give_up_s {
                 if raw::cancel_recv(&mut req)? {
+                    late_pong(peer, true);
                     return Ok(raw::wtime() - t0);
                 }
                 break; // matched meanwhile: completed
@@ -261,7 +301,8 @@ fn round_trip(comm: MPI_Comm, peer: c_int, buf: &mut [u8], give_up_s: f64) -> Re
         if buf[..k] == seq[..k] || k < seq.len() {
             return Ok(raw::wtime() - t0);
         }
-        // A stale pong: wait on for ours.
+        // A late pong of a round trip given up before: wait on for ours.
+        late_pong(peer, false);
     }
 }
 
@@ -272,7 +313,7 @@ fn serve_pings(comm: MPI_Comm, peer: c_int, bytes: usize) -> Result<()> {
         match recv(comm, peer, &mut buf, None)? {
             TAG_STOP => return Ok(()),
             // The late pong of a round trip this leader gave up on as the pinger: no answer.
-            TAG_PONG => continue,
+            TAG_PONG => late_pong(peer, false),
             _ => send(comm, peer, &buf, bytes as u64, TAG_PONG)?,
         }
     }
@@ -668,10 +709,13 @@ pub fn probe_and_infer(comm: MPI_Comm, rank: u32, hosts: &Hosts, cfg: &Config) -
     let result = match leader_index {
         Some(me) => {
             let n = hosts.count() as u32;
+            // Late pongs are received first (MPICH aborts the job when a communicator with
+            // unmatched messages is freed); after a failure they may never come, and the
+            // communicator is then left as it is.
             let r = if me == 0 {
-                coordinate(leaders, n, hosts, cfg)
+                coordinate(leaders, n, hosts, cfg).and_then(|t| drain_late_pongs(leaders).map(|()| t))
             } else {
-                match serve(leaders, me as u32, n, &hosts.names) {
+                match serve(leaders, me as u32, n, &hosts.names).and_then(|()| drain_late_pongs(leaders)) {
                     Ok(()) => Err(other("the topology is inferred on rank 0")),
                     Err(e) => {
                         log::warn!("treecast: probing on host {me} failed: {e}");
@@ -679,7 +723,11 @@ pub fn probe_and_infer(comm: MPI_Comm, rank: u32, hosts: &Hosts, cfg: &Config) -
                     }
                 }
             };
-            raw::comm_free(&mut leaders);
+            if late_pongs_pending() {
+                log::warn!("treecast: probing ended with late pongs unreceived; its communicator is not freed");
+            } else {
+                raw::comm_free(&mut leaders);
+            }
             r
         }
         None => Err(other("not a host leader")),
