@@ -89,9 +89,9 @@ fn late_pong(peer: c_int, coming: bool) {
     }
 }
 
-/// Receive every late pong still to come (see [`LATE_PONGS`]); `bytes` is the largest ping
-/// sent, waited for politely. Every one of them was answered before its round ended, so none
-/// can be missing unless probing failed.
+/// Receive every late pong still to come (see [`LATE_PONGS`]), waiting politely. Each was sent
+/// by a peer answering a ping before that peer saw the pinger's STOP, so none can be missing
+/// unless probing failed.
 fn drain_late_pongs(comm: MPI_Comm) -> Result<()> {
     let late = std::mem::take(&mut *LATE_PONGS.lock().unwrap_or_else(|e| e.into_inner()));
     for (peer, n) in late {

@@ -47,7 +47,8 @@ pub struct PingSpec {
     /// ends there (see the module doc). Infinite: never.
     #[serde(default = "default_give_up_s")]
     pub give_up_s: f64,
-    /// ... and this many times the pair's lowest round trip so far (default [`GIVE_UP_RATIO`]).
+    /// A round trip is given up only beyond this many times the pair's lowest so far, too
+    /// (default [`GIVE_UP_RATIO`]; tests lower it to make give-ups happen on a quiet network).
     #[serde(default = "default_give_up_ratio")]
     pub give_up_ratio: f64,
 }
