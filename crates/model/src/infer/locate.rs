@@ -189,12 +189,12 @@ pub(crate) fn locate(t: &WorkTree, s: &Store, h: usize, p: &LocateParams) -> Ste
     // into its own leaf); its variation is averaged by placing it at the switch of the measured
     // paths that fits all its measurements best, from at least `NOISY_MIN` of them.
     // Unless that switch fits clearly worse than the Eq. 1 point (by more than
-    // `NOISY_WORSE_TOLS` tolerances): the point is then a place no switch is at yet, which the
-    // measurements agree on (a loaded host's scatter fits no place well), and a host of a new
-    // leaf switch hung at the nearest existing one with a leaf several microseconds long. With
-    // heavy-tailed jitter a few wide intervals make a host look noisy: traced in 2 clusters of
-    // 128 hosts (Lomax, seed 42 of `bench_infer`), where it grew a leaf switch on the wrong side
-    // of another and cost 12 dropped readings and 14 extra rounds.
+    // `NOISY_WORSE_TOLS` tolerances): the measurements then agree on a place where no switch
+    // is yet (a loaded host's scatter fits no place well). With heavy-tailed jitter a few wide
+    // intervals make a host look noisy, and taking the switch hung the first host of a new leaf
+    // switch at the nearest existing one with a leaf 5 us too long (2 clusters of 128 hosts,
+    // Lomax, seed 42 of `bench_infer`): its block grew a leaf switch on the wrong side of
+    // another, and that cost 12 dropped readings and 14 extra rounds.
     if !p.exhaustive && p.robust {
         let mut us: Vec<f64> = obs.iter().map(|o| o.2.u).collect();
         us.sort_by(f64::total_cmp);
