@@ -518,11 +518,7 @@ fn give_ups_leave_no_stale_answer(cluster: &Cluster) {
         named.sort();
         assert_eq!(named, numbered_hosts(9), "{}", show(&out));
         let log = String::from_utf8_lossy(&out.stderr);
-        let given_up: u64 = log
-            .split(" given up on a stalled round trip")
-            .next()
-            .and_then(|head| head.rsplit(' ').next())
-            .and_then(|n| n.parse().ok())
+        let given_up: u64 = common::given_up_in_log(&log)
             .unwrap_or_else(|| panic!("the probe did not report its give-ups: {}", show(&out)));
         assert!(given_up > 0, "no round trip was given up: {}", show(&out));
         assert!(!log.contains("late pongs unreceived"), "{}", show(&out));

@@ -176,12 +176,8 @@ fn round_trips_given_up_over_mpi_leave_probing_intact() {
         let stdout = String::from_utf8_lossy(&out.stdout);
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert!(out.status.success(), "{sets}: {stdout}\n{stderr}");
-        let given_up: u64 = stderr
-            .split(" given up on a stalled round trip")
-            .next()
-            .and_then(|head| head.rsplit(' ').next())
-            .and_then(|n| n.parse().ok())
-            .unwrap_or_else(|| panic!("{sets}: no give-ups reported:\n{stderr}"));
+        let given_up: u64 =
+            common::given_up_in_log(&stderr).unwrap_or_else(|| panic!("{sets}: no give-ups reported:\n{stderr}"));
         assert!(given_up > 0, "{sets}: nothing given up:\n{stderr}");
         // Every late pong was received before the communicator was freed (MPICH aborts the job
         // when one with unmatched messages is freed; Open MPI frees it silently).

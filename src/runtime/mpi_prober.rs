@@ -251,12 +251,23 @@ fn send(comm: MPI_Comm, peer: c_int, buf: &[u8], len: u64, tag: c_int) -> Result
 
 /// Receive up to `buf.len()` bytes from `peer` with `tag` (any tag if `None`); returns the tag.
 fn recv(comm: MPI_Comm, peer: c_int, buf: &mut [u8], tag: Option<c_int>) -> Result<c_int> {
+    Ok(recv_until(comm, peer, buf, tag, f64::INFINITY)?.expect("no deadline"))
+}
+
+/// [`recv`], given up at `MPI_Wtime` `until`: the receive is cancelled and `None` returned
+/// (unless a message matched meanwhile, which is then received; its tag is then reported as
+/// the one asked for, so a finite `until` wants a specific `tag`).
+fn recv_until(comm: MPI_Comm, peer: c_int, buf: &mut [u8], tag: Option<c_int>, until: f64) -> Result<Option<c_int>> {
     let tag = tag.unwrap_or_else(raw::any_tag);
-    // SAFETY: `buf` outlives the wait below.
+    // SAFETY: `buf` outlives the wait below (completed or cancelled before we return).
     let mut req = unsafe { raw::irecv_bytes(buf.as_mut_ptr(), buf.len() as u64, peer, tag, comm)? };
     loop {
         if let Some(st) = raw::test_status(&mut req)? {
-            return Ok(st.MPI_TAG);
+            return Ok(Some(st.MPI_TAG));
+        }
+        if raw::wtime() >= until {
+            // Not cancelled: it matched between the test and the cancel, and is complete.
+            return Ok((!raw::cancel_recv(&mut req)?).then_some(tag));
         }
         // SAFETY: no preconditions.
         unsafe {
@@ -280,23 +291,9 @@ fn round_trip(comm: MPI_Comm, peer: c_int, buf: &mut [u8], give_up_s: f64) -> Re
     let t0 = raw::wtime();
     send(comm, peer, buf, buf.len() as u64, TAG_PING)?;
     loop {
-        // SAFETY: `buf` outlives the wait below (completed or cancelled before we return).
-        let mut req = unsafe { raw::irecv_bytes(buf.as_mut_ptr(), buf.len() as u64, peer, TAG_PONG, comm)? };
-        loop {
-            if raw::test_status(&mut req)?.is_some() {
-                break;
-            }
-            if raw::wtime() - t0 >= give_up_s {
-                if raw::cancel_recv(&mut req)? {
-                    late_pong(peer, true);
-                    return Ok(raw::wtime() - t0);
-                }
-                break; // matched meanwhile: completed
-            }
-            // SAFETY: no preconditions.
-            unsafe {
-                libc::sched_yield();
-            }
+        if recv_until(comm, peer, buf, Some(TAG_PONG), t0 + give_up_s)?.is_none() {
+            late_pong(peer, true);
+            return Ok(raw::wtime() - t0);
         }
         if buf[..k] == seq[..k] || k < seq.len() {
             return Ok(raw::wtime() - t0);

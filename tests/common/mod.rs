@@ -115,3 +115,14 @@ pub fn assert_ok(out: &Output, want_ok_lines: usize, what: &str) {
         out.status.code()
     );
 }
+
+/// How many pair measurements a `treecast probe` run with `TREECAST_LOG=info` says it gave up
+/// on a stalled round trip (`None`: the log line is missing).
+pub fn given_up_in_log(stderr: &str) -> Option<u64> {
+    stderr
+        .split(" given up on a stalled round trip")
+        .next()
+        .filter(|head| head.len() < stderr.len())
+        .and_then(|head| head.rsplit(' ').next())
+        .and_then(|n| n.parse().ok())
+}
