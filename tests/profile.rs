@@ -130,6 +130,15 @@ fn profile_counts_calls_and_bytes_exactly() {
             assert!(median > 0.0 && median <= p.completion_s.unwrap(), "{p:?}");
             let (got, want) = (c.prediction_error.unwrap(), p.error(c.time.median_s).unwrap());
             assert!((got - want).abs() < 1e-9, "{got} {want}");
+            // The calls every rank timed (at least each class's first) are predicted again
+            // from the times their ranks entered, and set against their own measured times.
+            let g = c
+                .given_entries
+                .unwrap_or_else(|| panic!("no prediction from the entries: {}: {c:#?}", s.site));
+            assert!(g.calls >= 1 && g.calls <= c.calls, "{g:?}");
+            assert!(g.measured_median_s > 0.0 && g.predicted_median_s > 0.0, "{g:?}");
+            let e = g.predicted_median_s / g.measured_median_s - 1.0;
+            assert!((g.error.unwrap() - e).abs() < 1e-9, "{g:?}");
         }
         // The site-level prediction is labelled with the class, size and root it is for: the
         // class with the most calls.

@@ -138,7 +138,12 @@ struct ClassMerge {
 
 /// The report of one size class, with the prediction for its mean message size from its most
 /// frequent root (the plan is the one the runtime uses for the class).
-fn class_report(st: &dyn ProfiledComm, class: u8, m: ClassMerge) -> SizeClassReport {
+fn class_report(
+    st: &dyn ProfiledComm,
+    class: u8,
+    m: ClassMerge,
+    aligned: &[super::arrival::AlignedCall],
+) -> SizeClassReport {
     let (min_bytes, max_bytes) = class_bytes(class);
     let mean = if m.calls > 0 {
         (m.bytes as f64 / m.calls as f64).round() as u64
@@ -169,6 +174,11 @@ fn class_report(st: &dyn ProfiledComm, class: u8, m: ClassMerge) -> SizeClassRep
         predicted_root,
         prediction_error: predicted.and_then(|p| p.error(time.median_s)),
         predicted,
+        given_entries: super::entries::given_entries(
+            aligned.iter().filter(|c| crate::plan::size_class(c.bytes) == class),
+            st.size(),
+            |root, bytes, enter| st.predict_given_entries(root, bytes, enter),
+        ),
     }
 }
 
@@ -346,7 +356,7 @@ fn merge(st: &dyn ProfiledComm, ranks: &[RankWire]) -> CommReport {
             .map(|c| timeline(st, c));
         let size_classes: Vec<SizeClassReport> = classes
             .into_iter()
-            .map(|(class, m)| class_report(st, class, m))
+            .map(|(class, m)| class_report(st, class, m, &aligned))
             .collect();
         // The site-level prediction is its dominant class's (most calls, larger class on ties).
         let dominant = size_classes.iter().max_by_key(|c| (c.calls, c.class));

@@ -17,6 +17,7 @@
 
 pub mod arrival;
 pub mod clock;
+pub mod entries;
 mod gather;
 pub mod hist;
 pub mod offset;
@@ -124,8 +125,9 @@ pub struct SiteStats {
     /// `TREECAST_INTERCEPT=0`) rather than by treecast.
     #[serde(default)]
     pub mpi_bcast_calls: u64,
-    /// The latest calls every rank times (at most [`tally::COMMON_KEEP`], oldest first): their
-    /// entries and completions give arrival skew and transfer per call (see [`arrival`]).
+    /// The latest calls every rank times (at most [`tally::COMMON_KEEP`] per size class, oldest
+    /// first): their entries and completions give arrival skew and transfer per call (see
+    /// [`arrival`]) and each class's predictions from the entries (see [`entries`]).
     #[serde(default)]
     pub common: Vec<LastCall>,
 }
@@ -159,12 +161,26 @@ impl SiteStats {
     }
 }
 
-/// Sort calls by sequence number, drop repeats and keep the latest [`tally::COMMON_KEEP`].
+/// Sort calls by sequence number, drop repeats and keep the latest [`tally::COMMON_KEEP`] of
+/// each size class (each class's prediction is checked against its own calls, so a site's
+/// large calls must not push its small ones out).
 pub(crate) fn keep_latest(calls: &mut Vec<LastCall>) {
     calls.sort_by_key(|c| c.seq);
     calls.dedup_by_key(|c| c.seq);
-    let excess = calls.len().saturating_sub(tally::COMMON_KEEP);
-    calls.drain(..excess);
+    let mut kept: BTreeMap<u8, usize> = BTreeMap::new();
+    let mut keep = vec![false; calls.len()];
+    for (i, c) in calls.iter().enumerate().rev() {
+        let n = kept.entry(crate::plan::size_class(c.bytes)).or_insert(0);
+        if *n < tally::COMMON_KEEP {
+            *n += 1;
+            keep[i] = true;
+        }
+    }
+    let mut i = 0;
+    calls.retain(|_| {
+        i += 1;
+        keep[i - 1]
+    });
 }
 
 /// Profiling state of one communicator.
@@ -256,6 +272,34 @@ pub trait ProfiledComm {
     fn predict_time(&self, root: u32, bytes: u64) -> Option<report::Predicted>;
     /// The plan's algorithm name and predicted per-rank completions for `bytes` from `root`.
     fn predict_arrivals(&self, root: u32, bytes: u64) -> (String, Option<Vec<f64>>);
+    /// With the set-up calibration: each rank's predicted exit from a call of `bytes` from
+    /// `root` whose ranks entered at `enter` (one time per rank, rank 0's clock).
+    fn predict_given_entries(&self, root: u32, bytes: u64, enter: &[f64]) -> Option<Vec<f64>>;
     /// The route chosen for every (root, size class) used so far, in order.
     fn routes(&self) -> Vec<report::RouteReport>;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_latest_calls_are_kept_per_size_class() {
+        // Many large calls after a few small ones: the small ones stay.
+        let call = |seq: u64, bytes: u64| LastCall {
+            seq,
+            bytes,
+            ..Default::default()
+        };
+        let mut calls: Vec<LastCall> = (0..5).map(|s| call(s, 1024)).collect();
+        calls.extend((5..5 + 3 * tally::COMMON_KEEP as u64).map(|s| call(s, 1 << 20)));
+        calls.push(call(3, 1024)); // a repeat
+        keep_latest(&mut calls);
+        let small: Vec<u64> = calls.iter().filter(|c| c.bytes == 1024).map(|c| c.seq).collect();
+        assert_eq!(small, vec![0, 1, 2, 3, 4]);
+        let large: Vec<u64> = calls.iter().filter(|c| c.bytes > 1024).map(|c| c.seq).collect();
+        assert_eq!(large.len(), tally::COMMON_KEEP);
+        assert_eq!(large.first(), Some(&(5 + 2 * tally::COMMON_KEEP as u64)));
+        assert!(calls.windows(2).all(|w| w[0].seq < w[1].seq));
+    }
 }

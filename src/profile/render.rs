@@ -58,6 +58,7 @@ struct Row<'a> {
     time: &'a TimeStats,
     predicted: Option<Predicted>,
     predicted_for: Option<String>,
+    given: Option<super::report::GivenEntries>,
 }
 
 fn class_rows(s: &SiteReport) -> Vec<Row<'_>> {
@@ -71,6 +72,7 @@ fn class_rows(s: &SiteReport) -> Vec<Row<'_>> {
             predicted_for: s
                 .predicted_bytes
                 .map(|b| predicted_for(b, s.predicted_root.unwrap_or(0))),
+            given: None,
         }];
     }
     s.size_classes
@@ -82,6 +84,7 @@ fn class_rows(s: &SiteReport) -> Vec<Row<'_>> {
             time: &c.time,
             predicted: c.predicted,
             predicted_for: Some(predicted_for(c.predicted_bytes, c.predicted_root)),
+            given: c.given_entries,
         })
         .collect()
 }
@@ -116,9 +119,12 @@ fn table_row(
 
 /// Prediction error per site and size class: the measured median of per-rank call durations
 /// against the prediction comparable with it (the median rank's predicted time in the call when
-/// the job calibrated its costs at set-up, else the contention-free completion).
+/// the job calibrated its costs at set-up, else the contention-free completion); then, where
+/// the profile has them, the calls every rank timed, each predicted from its ranks' own entry
+/// times (`profile::entries`: the model without the assumption that all ranks enter together).
 fn error_text(o: &mut String, c: &CommReport) {
-    let rows: Vec<(String, &TimeStats, Predicted)> = c
+    type ErrRow<'a> = (String, &'a TimeStats, Predicted, Option<super::report::GivenEntries>);
+    let rows: Vec<ErrRow<'_>> = c
         .sites
         .iter()
         .flat_map(|s| {
@@ -130,40 +136,67 @@ fn error_text(o: &mut String, c: &CommReport) {
                 } else {
                     shorten(&s.site, 48)
                 };
-                r.predicted.map(|p| (label, r.time, p))
+                r.predicted.map(|p| (label, r.time, p, r.given))
             })
         })
         .collect();
     if rows.is_empty() {
         return;
     }
-    let calibrated = rows.iter().any(|(_, _, p)| p.rank_median_s.is_some());
+    let calibrated = rows.iter().any(|r| r.2.rank_median_s.is_some());
+    let given = rows.iter().any(|r| r.3.is_some());
     let _ = writeln!(
         o,
-        "\nPrediction error per site and size class ({}):",
+        "\nPrediction error per site and size class ({}{}):",
         if calibrated {
             "median rank's predicted time with the costs measured at set-up"
         } else {
             "contention-free completion, uncalibrated"
+        },
+        if given {
+            "; then over the calls every rank timed, each predicted from when its ranks entered"
+        } else {
+            ""
         }
     );
     let _ = writeln!(
         o,
-        "  {:<48} {:>12} {:>12} {:>14} {:>8}",
-        "Call site [size class]", "Measured us", "Predicted us", "Completion us", "Error"
+        "  {:<48} {:>12} {:>12} {:>14} {:>8}{}",
+        "Call site [size class]",
+        "Measured us",
+        "Predicted us",
+        "Completion us",
+        "Error",
+        if given {
+            format!(
+                " {:>7} {:>12} {:>12} {:>8}",
+                "Calls", "Measured us", "Predicted us", "Error"
+            )
+        } else {
+            String::new()
+        }
     );
-    for (label, t, p) in rows {
-        let err = p
-            .error(t.median_s)
-            .map_or_else(|| "-".to_string(), |e| format!("{:+.0}%", e * 100.0));
+    let pct = |e: Option<f64>| e.map_or_else(|| "-".to_string(), |e| format!("{:+.0}%", e * 100.0));
+    for (label, t, p, g) in rows {
+        let entries = match g {
+            Some(g) => format!(
+                " {:>7} {:>12} {:>12} {:>8}",
+                g.calls,
+                us(g.measured_median_s),
+                us(g.predicted_median_s),
+                pct(g.error)
+            ),
+            None if given => format!(" {:>7}", "-"),
+            None => String::new(),
+        };
         let _ = writeln!(
             o,
-            "  {:<48} {:>12} {:>12} {:>14} {:>8}",
+            "  {:<48} {:>12} {:>12} {:>14} {:>8}{entries}",
             label,
             us(t.median_s),
             us(p.comparable_s()),
             us(p.completion()),
-            err
+            pct(p.error(t.median_s))
         );
     }
 }
@@ -800,6 +833,7 @@ mod tests {
                                 ..Default::default()
                             }),
                             prediction_error: Some(-0.3),
+                            given_entries: None,
                         },
                         SizeClassReport {
                             class: 10,
@@ -825,6 +859,12 @@ mod tests {
                                 ..Default::default()
                             }),
                             prediction_error: Some(0.2),
+                            given_entries: Some(crate::profile::report::GivenEntries {
+                                calls: 3,
+                                measured_median_s: 2.5e-5,
+                                predicted_median_s: 2e-5,
+                                error: Some(-0.2),
+                            }),
                         },
                     ],
                     compare: Some(Compare {
@@ -955,8 +995,17 @@ mod tests {
                 .map(String::from)
                 .collect::<Vec<_>>()
         };
-        assert_eq!(err("[512 B..<1 KiB]")[4..], ["20.00", "24.00", "30.00", "+20%"], "{t}");
-        assert_eq!(err("[256 B..<512 B]")[4..], ["10.00", "7.00", "7.00", "-30%"], "{t}");
+        assert_eq!(
+            err("[512 B..<1 KiB]")[4..],
+            ["20.00", "24.00", "30.00", "+20%", "3", "25.00", "20.00", "-20%"],
+            "{t}"
+        );
+        assert_eq!(
+            err("[256 B..<512 B]")[4..],
+            ["10.00", "7.00", "7.00", "-30%", "-"],
+            "{t}"
+        );
+        assert!(t.contains("each predicted from when its ranks entered"), "{t}");
     }
 
     #[test]

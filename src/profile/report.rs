@@ -185,6 +185,23 @@ pub struct SizeClassReport {
     /// comparable prediction ([`Predicted::comparable_s`]); 0.25 is 25% too slow a prediction.
     #[serde(default)]
     pub prediction_error: Option<f64>,
+    /// The same model applied to the calls every rank timed, each from the times its ranks
+    /// entered (see `profile::entries`); `None` without the set-up calibration or such calls.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub given_entries: Option<GivenEntries>,
+}
+
+/// Predicted against measured per-rank times in the call over a size class's calls that every
+/// rank timed, each call predicted from its own ranks' entry times.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct GivenEntries {
+    /// Calls compared.
+    pub calls: u64,
+    /// Median per-rank time in the call, measured and predicted, over those calls.
+    pub measured_median_s: f64,
+    pub predicted_median_s: f64,
+    /// `predicted / measured - 1`.
+    pub error: Option<f64>,
 }
 
 /// One call site on one communicator, merged over ranks.

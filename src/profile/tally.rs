@@ -24,8 +24,9 @@ use super::{CallSite, ClassStats, Histogram, LastCall, SiteMap};
 pub const TIMING_BUDGET: f64 = 0.0025;
 /// Largest sampling stride (a power of two): at least one call in this many is timed.
 pub const MAX_STRIDE: u64 = 64;
-/// Calls every rank timed that a cell keeps for the arrival analysis (the latest ones).
-pub const COMMON_KEEP: usize = 128;
+/// Calls every rank timed that a cell (and a site, per size class) keeps for the arrival
+/// analysis and for predictions from each call's entries (the latest ones).
+pub const COMMON_KEEP: usize = 64;
 /// Bookkeeping of a timed call beyond its two clock reads (histogram, running mean), seconds.
 const TIMED_BOOKKEEPING_S: f64 = 15e-9;
 

@@ -1,36 +1,137 @@
 //! Set-up calibration (collective): what a message between two ranks of one host costs in this
-//! job, for the predictions profiles make (`crate::estimate::calibrate` turns the readings
-//! into model parameters).
+//! job, for the predictions profiles make (`crate::estimate::calibrate` and
+//! `crate::estimate::send_curve` turn the readings into model parameters).
 //!
 //! The first two ranks sharing a host (lowest rank first) measure, while every other rank
-//! waits in the broadcast of the result (so the machine is as busy as during a broadcast):
-//! round trips of [`SMALL_BYTES`] and [`LARGE_BYTES`] (the median of [`REPS`] each after a
-//! warm-up) and a burst of [`BURST`] small non-blocking sends (the per-message overhead at the
-//! sender). The lower of the pair broadcasts the three numbers, so every rank holds the same
-//! calibration. A few milliseconds, only when profiling is configured (on rank 0, which
-//! decides for all); `TREECAST_CALIBRATE=0` skips it. Planning never reads it.
+//! waits in the broadcast of the result (so the machine is as busy as during a broadcast).
+//! For each of the [`CURVE_SIZES`]:
+//! - round trips (the median of [`REPS`] after a warm-up): half of one is the one-way time,
+//!   and the lower rank also times its blocking send of each (how long a send keeps its
+//!   sender);
+//! - [`LATE_REPS`] sends to a receiver that starts receiving [`LATE_US`] later: whether the
+//!   send waits for it (rendezvous) and how long the late receive takes.
+//!
+//! Then a burst of [`BURST`] small non-blocking sends (the per-message overhead at the sender,
+//! used between hosts when there is no token ring). The lower of the pair broadcasts the
+//! numbers, so every rank holds the same calibration. About 15 ms, only when profiling is
+//! configured (on rank 0, which decides for all); `TREECAST_CALIBRATE=0` skips it. Planning
+//! never reads it.
 
 use super::hosts::Hosts;
 use crate::error::Result;
-use crate::estimate::calibrate::{fit_path_cost, overhead_from_burst, split_overhead, Calibration};
+use crate::estimate::calibrate::{fit_path_cost, median, overhead_from_burst, split_overhead, Calibration};
+use crate::estimate::send_curve::{SendCost, SendCurve};
 use crate::exec::raw;
 use mpi::ffi::MPI_Comm;
 use std::os::raw::c_int;
 
-/// Ping-pong sizes: a latency-bound and a bandwidth-bound message.
-pub const SMALL_BYTES: u64 = 8;
-pub const LARGE_BYTES: u64 = 1 << 20;
+/// Message sizes measured: powers of 2 from 8 B to 2 MiB, as PLogP tools measure (see
+/// `estimate::send_curve`). Sparser points miss the steps between them: the small-message box,
+/// the eager limit, the cache (a 1 MiB message between two ranks of the VM moved at 17 GB/s,
+/// a 2 MiB one at 10 GB/s; interpolated from 256 KiB and 2 MiB, 1 MiB was 48% too slow).
+pub const CURVE_SIZES: [u64; 19] = {
+    let mut s = [0u64; 19];
+    let mut i = 0;
+    while i < 19 {
+        s[i] = 8 << i;
+        i += 1;
+    }
+    s
+};
 /// Timed round trips per size (after [`WARMUP`]); the median is kept.
 pub const REPS: usize = 9;
 const WARMUP: usize = 2;
+/// Sends to a late receiver per size (the median is kept), and how late it is (us).
+pub const LATE_REPS: usize = 5;
+pub const LATE_US: f64 = 50.0;
 /// Small sends of the overhead burst.
 pub const BURST: u32 = 16;
 const TAG: c_int = 0x7c_a1;
+/// Numbers per size in the broadcast result: sender, one-way, late receive, late sender.
+const PER_SIZE: usize = 4;
 
 /// The first two ranks of `hosts` sharing a host, lowest first.
 pub fn host_mates(hosts: &Hosts) -> Option<(u32, u32)> {
     let h = &hosts.host_of;
     (0..h.len()).find_map(|a| ((a + 1)..h.len()).find(|&b| h[b] == h[a]).map(|b| (a as u32, b as u32)))
+}
+
+/// Busy-wait `seconds` (a sleep would hand the CPU to another rank and come back late).
+fn spin(seconds: f64) {
+    let t0 = raw::wtime();
+    while raw::wtime() - t0 < seconds {
+        std::hint::spin_loop();
+    }
+}
+
+/// One size's readings on the measuring pair: `[sender, one-way, late receive, late sender]`
+/// (seconds; the sender times on the lower rank, the late receive on the higher; zeros where
+/// the other rank measured). Each rank sends from `out` and receives into `inb`: a ping-pong
+/// that sends back the buffer it just received makes the peer read freshly written cache
+/// lines of another core, which a broadcast's sends do not (32 KiB one way took 7.2 us so,
+/// 3.1 us with two buffers, as a broadcast's transfer does).
+fn measure_size(
+    comm: MPI_Comm,
+    lower: bool,
+    peer: c_int,
+    (out, inb): (&[u8], &mut [u8]),
+    bytes: u64,
+) -> Result<[f64; PER_SIZE]> {
+    let (mut sends, mut rtts) = (Vec::with_capacity(REPS), Vec::with_capacity(REPS));
+    for rep in 0..WARMUP + REPS {
+        let t0 = raw::wtime();
+        if lower {
+            send(comm, peer, out, bytes)?;
+            let t1 = raw::wtime();
+            recv(comm, peer, inb, bytes)?;
+            if rep >= WARMUP {
+                sends.push(t1 - t0);
+                rtts.push(raw::wtime() - t0);
+            }
+        } else {
+            recv(comm, peer, inb, bytes)?;
+            send(comm, peer, out, bytes)?;
+        }
+    }
+    let (mut late_sends, mut late_recvs) = (Vec::with_capacity(LATE_REPS), Vec::with_capacity(LATE_REPS));
+    for _ in 0..LATE_REPS {
+        if lower {
+            // Go when the receiver says so; it then waits LATE_US before receiving.
+            recv(comm, peer, inb, 0)?;
+            let t0 = raw::wtime();
+            send(comm, peer, out, bytes)?;
+            late_sends.push(raw::wtime() - t0);
+        } else {
+            send(comm, peer, out, 0)?;
+            spin(LATE_US * 1e-6);
+            let t0 = raw::wtime();
+            recv(comm, peer, inb, bytes)?;
+            late_recvs.push(raw::wtime() - t0);
+        }
+    }
+    Ok(if lower {
+        [median(&sends), median(&rtts) / 2.0, 0.0, median(&late_sends)]
+    } else {
+        [0.0, 0.0, late_recvs.iter().copied().fold(f64::INFINITY, f64::min), 0.0]
+    })
+}
+
+/// The curve from the broadcast readings (`PER_SIZE` numbers per size of [`CURVE_SIZES`]): a
+/// send that, with its receiver [`LATE_US`] late, kept its sender more than half that long
+/// waited for the receiver.
+pub fn curve_from_readings(readings: &[f64]) -> Option<SendCurve> {
+    let points = CURVE_SIZES
+        .iter()
+        .zip(readings.chunks_exact(PER_SIZE))
+        .map(|(&bytes, r)| SendCost {
+            bytes,
+            sender_s: r[0],
+            one_way_s: r[1],
+            late_recv_s: r[2],
+            waits_for_receiver: r[3] > 0.5 * LATE_US * 1e-6,
+        })
+        .collect();
+    SendCurve::new(points)
 }
 
 /// Collective over `comm`: the calibration, the same on every rank (`None` when no two ranks
@@ -42,62 +143,78 @@ pub unsafe fn measure(comm: MPI_Comm, rank: u32, hosts: &Hosts) -> Result<Option
     let Some((a, b)) = host_mates(hosts) else {
         return Ok(None);
     };
-    // [small one-way s, large one-way s, overhead s]; zeros mean no reading.
-    let mut out = [0.0f64; 3];
+    // PER_SIZE numbers per curve size, then the burst; zeros mean no reading. The higher rank's
+    // late receives are sent to the lower one, which broadcasts everything.
+    let n = CURVE_SIZES.len() * PER_SIZE;
+    let mut out = vec![0.0f64; n + 1];
     if rank == a || rank == b {
-        let peer = if rank == a { b } else { a } as c_int;
-        let mut buf = vec![0u8; LARGE_BYTES as usize];
-        let mut one_way = [0.0; 2];
-        for (i, bytes) in [SMALL_BYTES, LARGE_BYTES].into_iter().enumerate() {
-            let mut rtts = Vec::with_capacity(REPS);
-            for rep in 0..WARMUP + REPS {
-                let t0 = raw::wtime();
-                if rank == a {
-                    send(comm, peer, &buf, bytes)?;
-                    recv(comm, peer, &mut buf, bytes)?;
-                } else {
-                    recv(comm, peer, &mut buf, bytes)?;
-                    send(comm, peer, &buf, bytes)?;
-                }
-                if rep >= WARMUP {
-                    rtts.push(raw::wtime() - t0);
-                }
-            }
-            one_way[i] = crate::estimate::calibrate::median(&rtts) / 2.0;
+        let lower = rank == a;
+        let peer = if lower { b } else { a } as c_int;
+        // Written data in both (an untouched zeroed buffer is the kernel's shared zero page,
+        // which reads faster than any real data).
+        let largest = *CURVE_SIZES.last().expect("sizes") as usize;
+        let data: Vec<u8> = (0..largest).map(|i| (i as u8).wrapping_mul(31) | 1).collect();
+        let mut buf = data.clone();
+        for (i, &bytes) in CURVE_SIZES.iter().enumerate() {
+            let r = measure_size(comm, lower, peer, (&data, &mut buf), bytes)?;
+            out[i * PER_SIZE..(i + 1) * PER_SIZE].copy_from_slice(&r);
         }
-        let burst = if rank == a {
+        let late: Vec<f64> = (0..CURVE_SIZES.len()).map(|i| out[i * PER_SIZE + 2]).collect();
+        if lower {
             let t0 = raw::wtime();
             let mut reqs = Vec::with_capacity(BURST as usize);
             for _ in 0..BURST {
-                reqs.push(raw::isend_bytes(buf.as_ptr(), SMALL_BYTES, peer, TAG, comm)?);
+                reqs.push(raw::isend_bytes(data.as_ptr(), 8, peer, TAG, comm)?);
             }
-            let issued = raw::wtime() - t0;
+            out[n] = raw::wtime() - t0;
             raw::wait_all(&mut reqs)?;
-            issued
+            let mut theirs = vec![0.0f64; late.len()];
+            raw::recv(&mut theirs, peer, TAG, comm)?;
+            for (i, t) in theirs.into_iter().enumerate() {
+                out[i * PER_SIZE + 2] = t;
+            }
         } else {
             for _ in 0..BURST {
-                recv(comm, peer, &mut buf, SMALL_BYTES)?;
+                recv(comm, peer, &mut buf, 8)?;
             }
-            0.0
-        };
-        out = [one_way[0], one_way[1], burst];
+            raw::send(&late, peer, TAG, comm)?;
+        }
     }
     raw::bcast(&mut out, a as c_int, comm)?;
-    let [small, large, burst] = out;
-    let path = fit_path_cost((SMALL_BYTES, small), (LARGE_BYTES, large));
-    let overhead_s = overhead_from_burst(BURST, burst).unwrap_or(0.0);
+    let curve = curve_from_readings(&out[..n]);
+    let (small, large) = (out[1], out[(CURVE_SIZES.len() - 1) * PER_SIZE + 1]);
+    let path = fit_path_cost((CURVE_SIZES[0], small), (*CURVE_SIZES.last().expect("sizes"), large));
+    let overhead_s = overhead_from_burst(BURST, out[n]).unwrap_or(0.0);
     if rank == 0 {
+        let us = |t: f64| format!("{:.2}", t * 1e6);
+        let points: Vec<String> = curve
+            .iter()
+            .flat_map(|c| c.points())
+            .map(|p| {
+                format!(
+                    "{} B: send {} one way {} late receive {}{}",
+                    p.bytes,
+                    us(p.sender_s),
+                    us(p.one_way_s),
+                    us(p.late_recv_s),
+                    if p.waits_for_receiver {
+                        " (waits for the receiver)"
+                    } else {
+                        ""
+                    }
+                )
+            })
+            .collect();
         log::info!(
-            "treecast: calibration between ranks {a} and {b} of one host: {SMALL_BYTES} B one way {:.2} us, \
-             {LARGE_BYTES} B {:.1} us, {:.2} us per send issued",
-            small * 1e6,
-            large * 1e6,
-            overhead_s * 1e6
+            "treecast: calibration between ranks {a} and {b} of one host (us): {}; {} per send issued",
+            points.join("; "),
+            us(overhead_s)
         );
     }
     Ok(path.map(|p| Calibration {
         host_path: Some(split_overhead(p, overhead_s)),
         overhead_s,
+        send_curve: curve,
     }))
 }
 
@@ -127,5 +244,26 @@ mod tests {
         assert_eq!(host_mates(&hosts(vec![0, 1, 2, 2])), Some((2, 3)));
         assert_eq!(host_mates(&hosts(vec![0, 1, 2])), None);
         assert_eq!(host_mates(&hosts(vec![])), None);
+    }
+
+    #[test]
+    fn readings_become_a_curve_and_slow_late_sends_mark_waiting_sizes() {
+        // Sizes up to 4 KiB leave at once; larger sends took the receiver's 50 us lateness.
+        let readings: Vec<f64> = CURVE_SIZES
+            .iter()
+            .flat_map(|&b| {
+                let us = 1.0 + b as f64 / 1e4;
+                let late_send = if b > 4096 { 52.0 } else { 0.1 };
+                [us * 0.5, us, us * 0.8, late_send].map(|t| t * 1e-6)
+            })
+            .collect();
+        let c = curve_from_readings(&readings).unwrap();
+        assert_eq!(c.points().len(), CURVE_SIZES.len());
+        for p in c.points() {
+            assert_eq!(p.waits_for_receiver, p.bytes > 4096, "{p:?}");
+            assert!((p.one_way_s - (1.0 + p.bytes as f64 / 1e4) * 1e-6).abs() < 1e-15);
+        }
+        // Too few readings for a curve.
+        assert!(curve_from_readings(&readings[..PER_SIZE]).is_none());
     }
 }

@@ -50,6 +50,8 @@ struct Calibrated {
     topology: std::sync::Arc<crate::topology::Topology>,
     /// Per-message overhead: the token ring's between hosts, else the send burst's.
     overhead_s: f64,
+    /// Per-size costs between host-mates: what predicts a job on one host.
+    send_curve: Option<crate::estimate::send_curve::SendCurve>,
 }
 
 /// Segments for a message of `bytes` cut at `seg` bytes (`TREECAST_SEGMENT`, already at least
@@ -328,22 +330,43 @@ impl Planner {
     /// The plan's times with the calibration. Across hosts the flow simulator: a pipeline's
     /// segments queue on the uplinks they share (the contention-free evaluator streamed them all
     /// at once and predicted 0.6 ms for a 4 MiB broadcast the 3x3 cluster's 300 Mbit/s uplinks
-    /// need 112 ms for). Within one host, and above 512 ranks (to bound the cost at finalize),
-    /// the contention-free evaluator: there the simulator's per-segment handshakes and
-    /// overheads overshot 16-256 KiB broadcasts of 4 ranks by 2-6x, the evaluator by 0-2x.
+    /// need 112 ms for). Within one host, the per-size costs host-mates measured
+    /// (`estimate::send_curve`): a latency-bandwidth line with one overhead missed 1-64 KiB
+    /// there by -60 .. +120%. Above 512 ranks (to bound the cost at finalize), or on one host
+    /// without the curve, the contention-free evaluator.
     fn calibrated_times(
         &self,
         c: &Calibrated,
         p: &Plan,
         bytes: u64,
+        enter: Option<&[f64]>,
     ) -> Option<crate::estimate::calibrate::CalibratedTimes> {
         use crate::estimate::calibrate::{evaluate_calibrated, simulate_calibrated};
+        if let (false, Some(curve)) = (self.has_network(), &c.send_curve) {
+            return crate::estimate::send_curve::evaluate_on_one_host(p, bytes, curve, c.overhead_s, enter).ok();
+        }
         if self.nranks > 512 || !self.has_network() {
-            return evaluate_calibrated(&c.topology, p, bytes, c.overhead_s).ok();
+            return evaluate_calibrated(&c.topology, p, bytes, c.overhead_s, enter).ok();
         }
         // The simulator charges its overhead at the sender and again at the receiver, and the
         // ring's overhead is a whole hop's (a receive and a send): half of it each.
-        simulate_calibrated(&c.topology, p, bytes, c.overhead_s / 2.0).ok()
+        simulate_calibrated(&c.topology, p, bytes, c.overhead_s / 2.0, enter).ok()
+    }
+
+    /// With the set-up calibration: when each rank leaves a call of `bytes` from `root` whose
+    /// ranks entered at `enter` (seconds, one per rank, any common origin), as the calibrated
+    /// model has it. What a profile sets against each call's measured times, so the comparison
+    /// is of the broadcast, not of how the ranks happened to arrive. `None` uncalibrated.
+    pub fn predict_given_entries(&self, root: u32, bytes: u64, library_route: bool, enter: &[f64]) -> Option<Vec<f64>> {
+        let c = self.calibrated.as_ref()?;
+        let origin = enter.iter().copied().fold(f64::INFINITY, f64::min);
+        if !origin.is_finite() {
+            return None;
+        }
+        let shifted: Vec<f64> = enter.iter().map(|t| t - origin).collect();
+        let p = self.predicted_plan(root, bytes, library_route);
+        let d = self.calibrated_times(c, &p, bytes, Some(&shifted))?;
+        Some(d.rank_done_s.iter().map(|t| t + origin).collect())
     }
 
     /// Algorithm name and predicted per-rank completion times (seconds after the root starts) of
@@ -353,7 +376,7 @@ impl Planner {
     pub fn predict_arrivals(&self, root: u32, bytes: u64, library_route: bool) -> (String, Option<Vec<f64>>) {
         let p = self.predicted_plan(root, bytes, library_route);
         let arrivals = match &self.calibrated {
-            Some(c) => self.calibrated_times(c, &p, bytes).map(|d| d.rank_done_s),
+            Some(c) => self.calibrated_times(c, &p, bytes, None).map(|d| d.rank_done_s),
             None => self
                 .topology
                 .as_deref()
@@ -385,7 +408,7 @@ impl Planner {
         let calibrated = self
             .calibrated
             .as_ref()
-            .and_then(|c| self.calibrated_times(c, &p, bytes));
+            .and_then(|c| self.calibrated_times(c, &p, bytes, None));
         let mut out = if self.nranks > 512 {
             let d = crate::estimate::evaluate_deterministic(t, &p, bytes).ok()?;
             crate::profile::report::Predicted {
@@ -432,12 +455,19 @@ fn calibrated(
     if measured.is_none() && ring_overhead_s.is_none() {
         return None;
     }
-    let topology = match measured.and_then(|m| m.host_path) {
+    let topology = match measured.as_ref().and_then(|m| m.host_path) {
         Some(p) => std::sync::Arc::new(crate::estimate::calibrate::with_host_links(t, p)),
         None => t.clone(),
     };
-    let overhead_s = ring_overhead_s.or(measured.map(|m| m.overhead_s)).unwrap_or(0.0);
-    Some(Calibrated { topology, overhead_s })
+    let overhead_s = ring_overhead_s
+        .or(measured.as_ref().map(|m| m.overhead_s))
+        .unwrap_or(0.0);
+    let send_curve = measured.and_then(|m| m.send_curve);
+    Some(Calibrated {
+        topology,
+        overhead_s,
+        send_curve,
+    })
 }
 
 #[cfg(test)]

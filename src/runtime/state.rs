@@ -492,6 +492,10 @@ impl crate::profile::ProfiledComm for CommState {
         self.planner
             .predict_arrivals(root, bytes, self.library_route(root, bytes))
     }
+    fn predict_given_entries(&self, root: u32, bytes: u64, enter: &[f64]) -> Option<Vec<f64>> {
+        self.planner
+            .predict_given_entries(root, bytes, self.library_route(root, bytes), enter)
+    }
     fn routes(&self) -> Vec<crate::profile::report::RouteReport> {
         CommState::routes(self)
             .into_iter()

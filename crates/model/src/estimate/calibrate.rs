@@ -15,10 +15,20 @@
 //! with overhead `o`: the sender is busy until `S + o` (its next send is issued no earlier),
 //! the data is at the receiver at `S + o + L + b / B`, and the sender leaves the call no
 //! earlier than `S + o + b / B` (its buffer is copied out, eagerly or by the receiver). All
-//! ranks enter at 0; a rank's time in the call is the later of its data's arrival and the end
-//! of its last send.
+//! ranks enter at 0 unless entry times are given; a rank's time in the call is the later of its
+//! data's arrival and the end of its last send.
+//!
+//! Entry times (`enter`, one per rank, as a profile records them) make the prediction one of a
+//! call as it happened: a rank issues nothing before it enters, a message that arrived earlier
+//! is taken in `o` after the receiver enters, and a rendezvous message (longer than
+//! [`RENDEZVOUS_BYTES`](crate::plan::pipeline::RENDEZVOUS_BYTES)) waits for its receiver. A
+//! rank that arrives after its data spends only that `o` in the call, which an all-at-once
+//! prediction cannot see: after a barrier on an oversubscribed host, ranks enter microseconds
+//! apart and the median rank's time in a 16-64 KiB call is shorter than any transfer.
 
 use super::plan_dag::{send_paths, serialization, PlanDag};
+use super::rank_times::checked_entries;
+pub use super::rank_times::{median, CalibratedTimes};
 use super::EstimateError;
 use crate::plan::Plan;
 use crate::topology::{LinkDir, Topology, VertexKind};
@@ -31,12 +41,14 @@ pub struct PathCost {
 }
 
 /// What a job measured of itself at set-up, as model parameters.
-#[derive(Clone, Copy, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct Calibration {
     /// One-way cost between two ranks of one host (both rank links together), when measured.
     pub host_path: Option<PathCost>,
     /// Software overhead of one message at its sender (seconds).
     pub overhead_s: f64,
+    /// Costs of one message between host-mates per message size (predictions on one host).
+    pub send_curve: Option<super::send_curve::SendCurve>,
 }
 
 /// `latency + bytes / bandwidth` through two one-way times `(bytes, seconds)`, the small size
@@ -95,59 +107,46 @@ pub fn with_host_links(topo: &Topology, path: PathCost) -> Topology {
     b.build().expect("changing link parameters keeps a valid tree")
 }
 
-/// A plan's times with a per-message overhead (seconds; see the module docs).
-#[derive(Clone, Debug, PartialEq)]
-pub struct CalibratedTimes {
-    /// Time the last rank leaves the call.
-    pub completion_s: f64,
-    /// Per rank: time it holds the whole message (0 for the root).
-    pub rank_arrival_s: Vec<f64>,
-    /// Per rank: time it leaves the call (its data arrived and its sends are done).
-    pub rank_done_s: Vec<f64>,
-    /// Median over ranks of `rank_done_s` (the mean of the middle two for an even count): what
-    /// the median of per-rank call durations measures when the ranks enter together.
-    pub rank_median_s: f64,
-}
-
-/// Evaluate `plan` for `bytes` on `topo` charging `overhead_s` to every send.
+/// Evaluate `plan` for `bytes` on `topo` charging `overhead_s` to every send; `enter`: each
+/// rank's entry time (see the module docs), `None` for all at 0.
 pub fn evaluate_calibrated(
     topo: &Topology,
     plan: &Plan,
     bytes: u64,
     overhead_s: f64,
+    enter: Option<&[f64]>,
 ) -> Result<CalibratedTimes, EstimateError> {
     let dag = PlanDag::build(plan, bytes)?;
     let paths = send_paths(topo, plan, &dag)?;
     let n = plan.nranks as usize;
+    let enter = checked_entries(enter, n)?;
+    let entered = |r: u32| enter.as_ref().map_or(0.0, |e| e[r as usize]);
+    let rendezvous = crate::plan::pipeline::RENDEZVOUS_BYTES;
     let mut start = Vec::with_capacity(dag.sends.len());
     let mut done: Vec<f64> = Vec::with_capacity(dag.sends.len());
-    let mut rank_done = vec![0.0f64; n];
+    let mut rank_done: Vec<f64> = (0..n as u32).map(entered).collect();
     for (s, path) in dag.sends.iter().zip(&paths) {
-        let mut t: f64 = s.prev.map_or(0.0, |p| start[p] + overhead_s);
+        let mut t: f64 = s.prev.map_or(entered(s.from), |p| start[p] + overhead_s);
         for &d in &s.deps {
             t = t.max(done[d]);
+        }
+        if s.bytes > rendezvous {
+            t = t.max(entered(s.to));
         }
         let ser = serialization(topo, path, s.bytes);
         let lat: f64 = path.iter().map(|&d| topo.dir_params(d).latency_s).sum();
         start.push(t);
-        done.push(t + overhead_s + lat + ser);
+        // Usable at the receiver: on arrival, or once it has entered and taken it in.
+        let arrived = t + overhead_s + lat + ser;
+        done.push(if enter.is_some() {
+            arrived.max(entered(s.to) + overhead_s)
+        } else {
+            arrived
+        });
         let from = s.from as usize;
         rank_done[from] = rank_done[from].max(t + overhead_s + ser);
     }
-    let rank_arrival_s: Vec<f64> = dag
-        .deliveries
-        .iter()
-        .map(|ds| ds.iter().map(|&d| done[d]).fold(0.0, f64::max))
-        .collect();
-    for (r, a) in rank_done.iter_mut().zip(&rank_arrival_s) {
-        *r = r.max(*a);
-    }
-    Ok(CalibratedTimes {
-        completion_s: rank_done.iter().copied().fold(0.0, f64::max),
-        rank_median_s: median(&rank_done),
-        rank_arrival_s,
-        rank_done_s: rank_done,
-    })
+    Ok(CalibratedTimes::from_deliveries(&dag, &done, rank_done))
 }
 
 /// `plan`'s times for `bytes` on `topo` from the flow simulator ([`crate::sim::simulate_plan`]):
@@ -161,42 +160,29 @@ pub fn simulate_calibrated(
     plan: &Plan,
     bytes: u64,
     overhead_s: f64,
+    enter: Option<&[f64]>,
 ) -> Result<CalibratedTimes, crate::sim::SimError> {
     let opts = crate::sim::SimOptions {
         send_overhead_s: overhead_s,
         rendezvous_bytes: Some(crate::plan::pipeline::RENDEZVOUS_BYTES as f64),
         record: true,
+        enter_s: enter.map(<[f64]>::to_vec),
         ..Default::default()
     };
     let r = crate::sim::simulate_plan(topo, plan, bytes, &opts)?;
     let mut rank_done = r.rank_done_s.clone();
     rank_done.resize(plan.nranks as usize, 0.0);
+    if let Some(e) = enter {
+        for (d, &t) in rank_done.iter_mut().zip(e) {
+            *d = d.max(t);
+        }
+    }
     for t in &r.transfers {
         if let Some(d) = rank_done.get_mut(t.src as usize) {
             *d = d.max(t.src_done_s);
         }
     }
-    Ok(CalibratedTimes {
-        completion_s: rank_done.iter().copied().fold(0.0, f64::max),
-        rank_median_s: median(&rank_done),
-        rank_arrival_s: r.rank_done_s,
-        rank_done_s: rank_done,
-    })
-}
-
-/// Median (mean of the middle two for an even count; 0 when empty).
-pub fn median(v: &[f64]) -> f64 {
-    if v.is_empty() {
-        return 0.0;
-    }
-    let mut s = v.to_vec();
-    s.sort_by(f64::total_cmp);
-    let m = s.len() / 2;
-    if s.len() % 2 == 1 {
-        s[m]
-    } else {
-        (s[m - 1] + s[m]) / 2.0
-    }
+    Ok(CalibratedTimes::new(r.rank_done_s, rank_done))
 }
 
 /// Relative error of a prediction against a measurement: `predicted / measured - 1` (`None`
@@ -290,7 +276,7 @@ mod tests {
         let ser = bytes as f64 / 1e9;
         // Flat tree from 0: its sends leave at 0, o, 2o.
         let plan = Plan::from_tree(0, &trees::flat(4, 0), 1, "flat");
-        let c = evaluate_calibrated(&t, &plan, bytes, o).unwrap();
+        let c = evaluate_calibrated(&t, &plan, bytes, o, None).unwrap();
         for r in 1..4 {
             let want = (r - 1) as f64 * o + o + 2e-6 + ser;
             assert!((c.rank_arrival_s[r] - want).abs() < 1e-15, "rank {r}: {c:?}");
@@ -301,6 +287,20 @@ mod tests {
         assert!((c.completion_s - (3.0 * o + 2e-6 + ser)).abs() < 1e-15);
         let mid = (c.rank_done_s[1] + c.rank_done_s[2]) / 2.0;
         assert!((c.rank_median_s - mid).abs() < 1e-15);
+        // Rank 3 enters 50 us late: its data has waited; it takes it in with one overhead.
+        // The root enters at 5 us: its sends leave from then on.
+        let late = evaluate_calibrated(&t, &plan, bytes, o, Some(&[5e-6, 0.0, 0.0, 50e-6])).unwrap();
+        assert!((late.rank_done_s[3] - (50e-6 + o)).abs() < 1e-15, "{late:?}");
+        assert!(
+            (late.rank_done_s[1] - (5e-6 + o + 2e-6 + ser)).abs() < 1e-15,
+            "{late:?}"
+        );
+        assert!(evaluate_calibrated(&t, &plan, bytes, o, Some(&[0.0; 3])).is_err());
+        // A rendezvous-sized message waits for its receiver's entry before it leaves.
+        let big = 1u64 << 20;
+        let late = evaluate_calibrated(&t, &plan, big, o, Some(&[0.0, 0.0, 0.0, 50e-6])).unwrap();
+        let want = 50e-6 + o + 2e-6 + big as f64 / 1e9;
+        assert!((late.rank_done_s[3] - want).abs() < 1e-12, "{late:?}");
         // The flow simulator agrees where nothing shares a link: one send, one receiver.
         let pair = Plan::from_tree(0, &trees::flat(2, 0), 1, "flat");
         let two = with_host_links(
@@ -310,21 +310,21 @@ mod tests {
                 bandwidth_bps: 1e9,
             },
         );
-        let s = simulate_calibrated(&two, &pair, bytes, 0.0).unwrap();
-        let e = evaluate_calibrated(&two, &pair, bytes, 0.0).unwrap();
+        let s = simulate_calibrated(&two, &pair, bytes, 0.0, None).unwrap();
+        let e = evaluate_calibrated(&two, &pair, bytes, 0.0, None).unwrap();
         assert!((s.rank_arrival_s[1] - e.rank_arrival_s[1]).abs() < 1e-9, "{s:?} {e:?}");
         // A pipelined chain's segments queue on each link in the simulator: 8 segments of a
         // 1 MB message take at least 1 MB / bandwidth, where the contention-free evaluator
         // streams them all at once.
         let chain = Plan::from_tree(0, &trees::rank_chain(4, 0), 8, "chain");
         let big = 1_000_000u64;
-        let s = simulate_calibrated(&t, &chain, big, 0.0).unwrap();
+        let s = simulate_calibrated(&t, &chain, big, 0.0, None).unwrap();
         assert!(s.rank_arrival_s[1] >= big as f64 / 1e9, "{s:?}");
-        let e = evaluate_calibrated(&t, &chain, big, 0.0).unwrap();
+        let e = evaluate_calibrated(&t, &chain, big, 0.0, None).unwrap();
         assert!(e.rank_arrival_s[1] < 0.5 * big as f64 / 1e9, "{e:?}");
         // Without overhead the arrivals are the contention-free evaluator's.
         let d = evaluate_deterministic(&t, &plan, bytes).unwrap();
-        let z = evaluate_calibrated(&t, &plan, bytes, 0.0).unwrap();
+        let z = evaluate_calibrated(&t, &plan, bytes, 0.0, None).unwrap();
         assert_eq!(z.rank_arrival_s, d.rank_arrival_s);
     }
 }

@@ -44,6 +44,8 @@ pub enum EstimateError {
     RankMismatch { plan: u32, topology: usize },
     /// The plan failed validation.
     InvalidPlan(PlanError),
+    /// Entry times that are not one finite, non-negative time per rank.
+    BadEntries { ranks: usize },
 }
 
 impl fmt::Display for EstimateError {
@@ -74,6 +76,10 @@ impl fmt::Display for EstimateError {
                 write!(f, "plan has {plan} ranks but the topology has {topology} rank leaves")
             }
             InvalidPlan(e) => e.fmt(f),
+            BadEntries { ranks } => write!(
+                f,
+                "entry times must be {ranks} finite, non-negative seconds, one per rank"
+            ),
         }
     }
 }

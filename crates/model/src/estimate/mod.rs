@@ -29,6 +29,8 @@ pub mod pareto;
 mod plan_dag;
 pub mod plan_time;
 mod quad;
+pub mod rank_times;
+pub mod send_curve;
 
 pub use error::EstimateError;
 pub use marginal::Marginal;

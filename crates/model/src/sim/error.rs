@@ -38,6 +38,8 @@ pub enum SimError {
     PairwiseNeedsPowerOfTwo { nranks: u32 },
     /// An all-to-all schedule sends to a rank that does not exist.
     InvalidSendPeer { rank: usize, peer: u32 },
+    /// Entry times that are not one finite, non-negative time per rank.
+    BadEntries { ranks: usize },
 }
 
 impl fmt::Display for SimError {
@@ -74,6 +76,12 @@ impl fmt::Display for SimError {
                 )
             }
             SimError::InvalidSendPeer { rank, peer } => write!(f, "rank {rank} sends to invalid peer {peer}"),
+            SimError::BadEntries { ranks } => {
+                write!(
+                    f,
+                    "entry times must be {ranks} finite, non-negative seconds, one per rank"
+                )
+            }
         }
     }
 }

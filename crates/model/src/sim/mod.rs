@@ -82,6 +82,11 @@ pub struct SimOptions {
     /// Messages longer than this many bytes are sent by rendezvous: their data leaves after a
     /// handshake (see `run_plan`). `None`: every message leaves at once.
     pub rendezvous_bytes: Option<f64>,
+    /// Per rank (broadcast plans): when it enters the call, seconds. A rank issues no send and
+    /// takes no message in before it enters, and a rendezvous waits for the receiver to answer;
+    /// an eager message may arrive earlier and is taken in on entry. `None`: every rank enters
+    /// at 0. Profiles predict a call from the entries its ranks actually made with this.
+    pub enter_s: Option<Vec<f64>>,
 }
 
 /// One point-to-point transfer of a simulated run.

@@ -52,6 +52,11 @@ struct Run<'a> {
     arrived: Vec<(f64, f64)>,
     /// Messages longer than this (bytes) go by rendezvous.
     rendezvous: f64,
+    /// Per rank, when it enters the call (all 0 unless [`SimOptions::enter_s`]), and whether
+    /// any entry is later than 0: a delivery is then taken in through the receive timer even
+    /// without an overhead, so a message that arrives early waits for its receiver.
+    enter: Vec<f64>,
+    gated: bool,
 }
 
 /// Engine tags at or above this are timers; the low bits name the rank.
@@ -95,7 +100,7 @@ impl Run<'_> {
                     if (self.blocking && self.active[r] > 0) || !self.has_all(r, segs.start, segs.end) {
                         return;
                     }
-                    if self.overhead > 0.0 {
+                    if self.overhead > 0.0 || self.gated {
                         let now = sim.now();
                         if now < self.next_free[r] * (1.0 - 1e-12) {
                             if !self.waiting[r] {
@@ -120,7 +125,9 @@ impl Run<'_> {
                             .iter()
                             .map(|d| self.topo.dir_params(*d).latency_s)
                             .sum();
-                        sim.timer(sim.now() + 2.0 * (latency + self.overhead), DEFERRED | f as u64);
+                        // The answer leaves once the request is in and the receiver has entered.
+                        let answer = (sim.now() + latency + self.overhead).max(self.enter[peer as usize]);
+                        sim.timer(answer + latency + self.overhead, DEFERRED | f as u64);
                     } else {
                         self.start(sim, f);
                     }
@@ -158,8 +165,14 @@ pub(crate) fn run(topo: &Topology, plan: &Plan, bytes: u64, opts: &SimOptions) -
     }
     let mut got = vec![0u32; n];
     got[root] = plan.nsegs;
+    let enter = match &opts.enter_s {
+        Some(e) if e.len() == n && e.iter().all(|t| t.is_finite() && *t >= 0.0) => e.clone(),
+        Some(_) => return Err(SimError::BadEntries { ranks: n }),
+        None => vec![0.0; n],
+    };
+    let gated = enter.iter().any(|&t| t > 0.0);
     let mut done = vec![f64::NAN; n];
-    done[root] = 0.0;
+    done[root] = enter[root];
     let mut run = Run {
         topo,
         plan,
@@ -175,14 +188,16 @@ pub(crate) fn run(topo: &Topology, plan: &Plan, bytes: u64, opts: &SimOptions) -
         flat: &flat,
         issued: if opts.record { vec![0.0; total] } else { Vec::new() },
         overhead: opts.send_overhead_s.max(0.0),
-        next_free: vec![0.0; n],
+        next_free: enter.clone(),
         waiting: vec![false; n],
-        arrived: if opts.record && opts.send_overhead_s > 0.0 {
+        arrived: if opts.record && (opts.send_overhead_s > 0.0 || gated) {
             vec![(0.0, 0.0); total]
         } else {
             Vec::new()
         },
         rendezvous: opts.rendezvous_bytes.unwrap_or(f64::INFINITY),
+        enter,
+        gated,
     };
     let mut sim = FlowSim::new(topo);
     sim.set_audit(opts.audit);
@@ -211,7 +226,7 @@ pub(crate) fn run(topo: &Topology, plan: &Plan, bytes: u64, opts: &SimOptions) -
                 unreachable!("only sends become flows")
             };
             let p = peer as usize;
-            if run.overhead > 0.0 && !received {
+            if (run.overhead > 0.0 || run.gated) && !received {
                 // The data is here; the receiver's CPU takes `o` once it is free.
                 let at = d.time.max(run.next_free[p]) + run.overhead;
                 run.next_free[p] = at;

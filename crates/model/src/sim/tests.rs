@@ -614,3 +614,52 @@ fn message_overhead_adds_up_along_a_chain() {
     assert!((r.rank_done_s[1] - 4e-6).abs() < 1e-12, "{:?}", r.rank_done_s);
     assert!((r.rank_done_s[2] - 8e-6).abs() < 1e-12, "{:?}", r.rank_done_s);
 }
+
+/// Entry times by hand: chain 0 -> 1 -> 2 on a star of 1 us links at 1 GB/s, 1000 bytes, no
+/// overhead, rendezvous above 10 KB. Rank 1 enters at 10 us: the root's message (there at
+/// 3 us) is taken in at 10 us and forwarded then; rank 2 has it at 13 us. Rank 2 entering at
+/// 20 us takes it in at 20 us. A 20 KB rendezvous message to a rank entering at 10 us leaves
+/// once the answer to its request is back: max(0 + 2, 10) + 2 us, then 20 us of transfer.
+#[test]
+fn ranks_take_nothing_in_and_send_nothing_before_they_enter() {
+    let t = star(&[(1e-6, 1e9); 3]);
+    let map: Vec<u32> = (0..3).collect();
+    let chain = "chain".parse::<Baseline>().unwrap().build(&t, &map, 0, 1000).unwrap();
+    let run = |bytes: u64, enter: Vec<f64>| {
+        let opts = SimOptions {
+            enter_s: Some(enter),
+            rendezvous_bytes: Some(10_000.0),
+            ..SimOptions::default()
+        };
+        simulate_plan(&t, &chain, bytes, &opts).unwrap()
+    };
+    let close = |a: f64, b: f64| (a - b).abs() < 1e-12;
+    let r = run(1000, vec![0.0, 10e-6, 0.0]);
+    assert!(
+        close(r.rank_done_s[1], 10e-6) && close(r.rank_done_s[2], 13e-6),
+        "{:?}",
+        r.rank_done_s
+    );
+    let r = run(1000, vec![0.0, 0.0, 20e-6]);
+    assert!(
+        close(r.rank_done_s[1], 3e-6) && close(r.rank_done_s[2], 20e-6),
+        "{:?}",
+        r.rank_done_s
+    );
+    let r = run(20_000, vec![0.0, 10e-6, 10e-6]);
+    // Rank 1: data leaves at 12 us, 2 us of latency, 20 us of transfer: 34 us.
+    assert!(close(r.rank_done_s[1], 34e-6), "{:?}", r.rank_done_s);
+    // Entering at 0 is the default.
+    let opts = |e: Option<Vec<f64>>| SimOptions {
+        enter_s: e,
+        ..SimOptions::default()
+    };
+    let none = simulate_plan(&t, &chain, 1000, &opts(None)).unwrap();
+    let zeros = simulate_plan(&t, &chain, 1000, &opts(Some(vec![0.0; 3]))).unwrap();
+    assert_eq!(none.rank_done_s, zeros.rank_done_s);
+    // One time per rank, finite and not negative.
+    for bad in [vec![0.0; 2], vec![0.0, -1.0, 0.0], vec![0.0, f64::NAN, 0.0]] {
+        let e = simulate_plan(&t, &chain, 1000, &opts(Some(bad))).unwrap_err();
+        assert!(matches!(e, SimError::BadEntries { ranks: 3 }), "{e}");
+    }
+}
