@@ -13,7 +13,7 @@
 //!
 //! Then a burst of [`BURST`] small non-blocking sends (the per-message overhead at the sender,
 //! used between hosts when there is no token ring). The lower of the pair broadcasts the
-//! numbers, so every rank holds the same calibration. About 15 ms, only when profiling is
+//! numbers, so every rank holds the same calibration. About 20 ms (18 ms measured with 2 and 4 ranks on the VM), only when profiling is
 //! configured (on rank 0, which decides for all); `TREECAST_CALIBRATE=0` skips it. Planning
 //! never reads it.
 
