@@ -9,13 +9,15 @@
 //!   and the lower rank also times its blocking send of each (how long a send keeps its
 //!   sender);
 //! - [`LATE_REPS`] sends to a receiver that starts receiving [`LATE_US`] later: whether the
-//!   send waits for it (rendezvous) and how long the late receive takes.
+//!   send waits for it (the median send) and how long the late receive takes (the fastest:
+//!   it is the receiver's own work, which a busy core only slows; with the median, one run of
+//!   4 ranks on 2 cores read 4.5 us for 16 KiB, twice what its broadcasts' late ranks took).
 //!
 //! Then a burst of [`BURST`] small non-blocking sends (the per-message overhead at the sender,
 //! used between hosts when there is no token ring). The lower of the pair broadcasts the
-//! numbers, so every rank holds the same calibration. About 20 ms (18 ms measured with 2 and 4 ranks on the VM), only when profiling is
-//! configured (on rank 0, which decides for all); `TREECAST_CALIBRATE=0` skips it. Planning
-//! never reads it.
+//! numbers, so every rank holds the same calibration. About 20 ms (18 ms with 2 and with 4
+//! ranks on the VM), only when profiling is configured (on rank 0, which decides for all);
+//! `TREECAST_CALIBRATE=0` skips it. Planning never reads it.
 
 use super::hosts::Hosts;
 use crate::error::Result;
