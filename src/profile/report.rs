@@ -66,13 +66,14 @@ pub struct RankClock {
     pub offset_s: f64,
     pub offset_error_s: f64,
     /// The offset measured when the communicator's profiling started (absent in profiles
-    /// written before it was measured).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// written before it was measured; `null` when it could not be). Never skipped when
+    /// absent: reports travel between ranks in postcard, which has no field names.
+    #[serde(default)]
     pub offset_at_setup_s: Option<f64>,
     /// The drift between the two offsets, microseconds per second, by which times in between
     /// were mapped (0 when the interval was too short or the drift implausible; see
     /// `profile::offset`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     pub drift_ppm: Option<f64>,
 }
 
@@ -187,7 +188,9 @@ pub struct SizeClassReport {
     pub prediction_error: Option<f64>,
     /// The same model applied to the calls every rank timed, each from the times its ranks
     /// entered (see `profile::entries`); `None` without the set-up calibration or such calls.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// (Always written, `null` when absent: reports also travel between ranks in postcard,
+    /// which has no field names, so a skipped field would shift every later one.)
+    #[serde(default)]
     pub given_entries: Option<GivenEntries>,
 }
 
@@ -344,5 +347,53 @@ impl ProfileReport {
             return Err(fail(LoadFault::Version(r.version)));
         }
         Ok(r)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Reports go from rank to rank in postcard, a format without field names: every field
+    /// must be written whether or not it holds a value. (With `skip_serializing_if` on
+    /// `given_entries`, a communicator whose classes had none broke the decoding of every
+    /// report after it, and a split communicator's report was lost.)
+    #[test]
+    fn reports_with_absent_values_survive_the_trip_between_ranks() {
+        let site = |given: Option<GivenEntries>| SiteReport {
+            site: "a.c:1".into(),
+            size_classes: vec![SizeClassReport {
+                class: 3,
+                given_entries: given,
+                ..Default::default()
+            }],
+            ..Default::default()
+        };
+        let comms = vec![
+            CommReport {
+                label: "comm 1".into(),
+                sites: vec![site(None)],
+                clocks: vec![RankClock::default()],
+                ..Default::default()
+            },
+            CommReport {
+                label: "MPI_COMM_WORLD".into(),
+                sites: vec![site(Some(GivenEntries {
+                    calls: 2,
+                    measured_median_s: 1e-6,
+                    predicted_median_s: 2e-6,
+                    error: Some(1.0),
+                }))],
+                clocks: vec![RankClock {
+                    offset_at_setup_s: Some(1e-3),
+                    drift_ppm: Some(2.0),
+                    ..Default::default()
+                }],
+                ..Default::default()
+            },
+        ];
+        let bytes = postcard::to_stdvec(&comms).unwrap();
+        let back: Vec<CommReport> = postcard::from_bytes(&bytes).unwrap();
+        assert_eq!(back, comms);
     }
 }
