@@ -95,7 +95,8 @@ fn main() {
         .iter()
         .any(|c| c.predicted.is_some_and(|p| p.rank_median_s.is_some()));
     println!(
-        "{nranks} ranks, topo_bcast after a barrier, predictions {}",
+        "{nranks} ranks ({}), topo_bcast after a barrier, predictions {}",
+        report.mpi_library,
         if calibrated {
             "calibrated at set-up (median rank's time in the call)"
         } else {

@@ -488,6 +488,12 @@ fn write(path: &str, world_size: u32, communicators: Vec<CommReport>) {
     let report = ProfileReport {
         version: PROFILE_VERSION,
         world_size,
+        mpi_library: if cfg!(treecast_mpi = "mpich") {
+            "MPICH"
+        } else {
+            "Open MPI"
+        }
+        .into(),
         communicators,
     };
     match serde_json::to_string_pretty(&report) {

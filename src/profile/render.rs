@@ -122,7 +122,7 @@ fn table_row(
 /// the job calibrated its costs at set-up, else the contention-free completion); then, where
 /// the profile has them, the calls every rank timed, each predicted from its ranks' own entry
 /// times (`profile::entries`: the model without the assumption that all ranks enter together).
-fn error_text(o: &mut String, c: &CommReport) {
+fn error_text(o: &mut String, c: &CommReport, mpi_library: &str) {
     type ErrRow<'a> = (String, &'a TimeStats, Predicted, Option<super::report::GivenEntries>);
     let rows: Vec<ErrRow<'_>> = c
         .sites
@@ -197,6 +197,14 @@ fn error_text(o: &mut String, c: &CommReport) {
             us(p.comparable_s()),
             us(p.completion()),
             pct(p.error(t.median_s))
+        );
+    }
+    if !mpi_library.is_empty() && mpi_library != "Open MPI" && c.routes.iter().any(|r| r.route == "library") {
+        let _ = writeln!(
+            o,
+            "  note: classes that took the library's MPI_Bcast are predicted with Open MPI's algorithms \
+             (its decision table); this job ran {mpi_library}, whose MPI_Bcast differs (within a host, \
+             MPICH's is a shared-memory collective), so their errors measure that difference"
         );
     }
 }
@@ -328,7 +336,7 @@ pub fn text(report: &ProfileReport) -> String {
                 );
             }
         }
-        error_text(&mut o, c);
+        error_text(&mut o, c, &report.mpi_library);
         let compared: Vec<&SiteReport> = c.sites.iter().filter(|s| s.compare.is_some()).collect();
         if !compared.is_empty() {
             let _ = writeln!(o, "\nMPI_Bcast on the same data (every Nth call):");
@@ -768,6 +776,7 @@ mod tests {
         ProfileReport {
             version: PROFILE_VERSION,
             world_size: 2,
+            mpi_library: "Open MPI".into(),
             communicators: vec![CommReport {
                 label: "MPI_COMM_WORLD".into(),
                 size: 2,
@@ -1006,6 +1015,22 @@ mod tests {
             "{t}"
         );
         assert!(t.contains("each predicted from when its ranks entered"), "{t}");
+    }
+
+    /// The library's MPI_Bcast is predicted with Open MPI's algorithms: under another library
+    /// the report says its predictions measure that difference.
+    #[test]
+    fn library_predictions_under_another_mpi_are_labelled() {
+        let note = "predicted with Open MPI's algorithms";
+        let mut r = sample();
+        r.communicators[0].routes[0].route = "library".into();
+        assert!(!text(&r).contains(note));
+        r.mpi_library = "MPICH".into();
+        let t = text(&r);
+        assert!(t.contains(note) && t.contains("this job ran MPICH"), "{t}");
+        // Only where a class took the library's route.
+        r.communicators[0].routes[0].route = "plan".into();
+        assert!(!text(&r).contains(note));
     }
 
     #[test]

@@ -10,6 +10,11 @@ pub const PROFILE_VERSION: u32 = 1;
 pub struct ProfileReport {
     pub version: u32,
     pub world_size: u32,
+    /// The MPI library the job ran (`Open MPI` or `MPICH`; empty in older profiles): the
+    /// library's own `MPI_Bcast` is predicted with Open MPI's algorithms, which is what only
+    /// Open MPI runs.
+    #[serde(default)]
+    pub mpi_library: String,
     pub communicators: Vec<CommReport>,
 }
 
