@@ -22,6 +22,7 @@ pub mod api;
 pub mod capi;
 pub mod error;
 pub mod exec;
+pub mod host;
 pub mod profile;
 pub mod runtime;
 

@@ -2,8 +2,8 @@
 
 use super::offset::{ClockMap, Offset};
 use super::report::{
-    class_bytes, CommReport, Compare, ProfileReport, RankClock, RankTiming, SampleCall, SiteReport, SizeClassReport,
-    TimeStats, PROFILE_VERSION,
+    class_bytes, CommReport, Compare, ProfileReport, RankClock, RankTiming, SampleCall, SharedCpus, SiteReport,
+    SizeClassReport, TimeStats, PROFILE_VERSION,
 };
 use super::ProfiledComm;
 use super::{sites, Histogram, SiteStats};
@@ -28,6 +28,10 @@ struct RankWire {
     end_offset: Offset,
     clock: RankClock,
     sites: Vec<(String, SiteStats)>,
+    /// The kernel this rank runs on (a hash of its boot id; 0 unknown) and the CPUs it may
+    /// use (`host::cpu_mask`): who shares CPUs with whom.
+    boot_id: u64,
+    cpus: Vec<u64>,
 }
 
 fn processor_name() -> String {
@@ -229,6 +233,8 @@ fn try_gather_comm(st: &mut dyn ProfiledComm) -> crate::error::Result<()> {
         setup_offset,
         end_offset,
         sites: by_name(&st.profile_mut().tally.sites()),
+        boot_id: crate::host::kernel_info().boot_id,
+        cpus: crate::host::cpu_mask(),
     };
     let bytes = postcard::to_stdvec(&wire)
         .map_err(|e| crate::error::Error::new(crate::error::ErrorKind::Other, e.to_string()))?;
@@ -402,6 +408,7 @@ fn merge(st: &dyn ProfiledComm, ranks: &[RankWire]) -> CommReport {
     }
     let mut clocks: Vec<RankClock> = ranks.iter().map(|r| r.clock.clone()).collect();
     clocks.sort_by_key(|c| c.rank);
+    let shared_cpus = shared_cpus(ranks.iter().map(|r| (r.boot_id, r.cpus.as_slice(), r.host.as_str())));
     CommReport {
         label: st.profile().label.clone(),
         size: st.size(),
@@ -410,7 +417,36 @@ fn merge(st: &dyn ProfiledComm, ranks: &[RankWire]) -> CommReport {
         sites: sites_out,
         clocks,
         routes: st.routes(),
+        shared_cpus,
     }
+}
+
+/// Kernels whose ranks (`(boot id, CPU mask, host name)`, one per rank) outnumber the CPUs
+/// they may use together (the union of their masks); an unknown kernel (boot id 0) or mask
+/// never counts as shared.
+fn shared_cpus<'a>(ranks: impl Iterator<Item = (u64, &'a [u64], &'a str)>) -> Vec<SharedCpus> {
+    let mut by_kernel: BTreeMap<u64, (SharedCpus, Vec<u64>)> = BTreeMap::new();
+    for (boot_id, mask, host) in ranks.filter(|r| r.0 != 0 && !r.1.is_empty()) {
+        let (e, union) = by_kernel.entry(boot_id).or_default();
+        e.ranks += 1;
+        if union.len() < mask.len() {
+            union.resize(mask.len(), 0);
+        }
+        for (u, m) in union.iter_mut().zip(mask) {
+            *u |= m;
+        }
+        if !e.hosts.iter().any(|h| h == host) {
+            e.hosts.push(host.to_string());
+        }
+    }
+    by_kernel
+        .into_values()
+        .map(|(mut e, union)| {
+            e.cpus = union.iter().map(|w| w.count_ones()).sum();
+            e
+        })
+        .filter(|s| s.ranks > s.cpus)
+        .collect()
 }
 
 /// One aligned call as a per-rank timeline relative to the root's entry, with the plan's
@@ -511,4 +547,44 @@ pub fn all_ok(comm: MPI_Comm, ok: bool) -> bool {
     // The largest "failed" flag: 0 only when every rank succeeded (collective on our duplicate).
     let mut any_failed = [1 as c_int];
     raw::allreduce_max(&[c_int::from(!ok)], &mut any_failed, comm).is_ok() && any_failed[0] == 0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ranks_outnumbering_their_kernels_cpus_are_reported() {
+        let (two, cpu0, cpu1, eight) = ([0b11u64], [0b01u64], [0b10u64], [0xffu64]);
+        // Kernel 1: 4 ranks of two emulated hosts, all on CPUs 0-1; kernel 2: 2 ranks bound
+        // to one CPU each (not shared); kernel 3: 2 ranks on 8 CPUs; unknown kernels and
+        // masks never count.
+        let ranks: Vec<(u64, &[u64], &str)> = vec![
+            (1, &two, "h0"),
+            (1, &two, "h0"),
+            (1, &two, "h1"),
+            (1, &two, "h1"),
+            (2, &cpu0, "bound"),
+            (2, &cpu1, "bound"),
+            (3, &eight, "big"),
+            (3, &eight, "big"),
+            (0, &cpu0, "x"),
+            (0, &cpu0, "x"),
+            (4, &[], "y"),
+            (4, &[], "y"),
+        ];
+        let s = shared_cpus(ranks.into_iter());
+        assert_eq!(
+            s,
+            vec![SharedCpus {
+                hosts: vec!["h0".into(), "h1".into()],
+                ranks: 4,
+                cpus: 2
+            }]
+        );
+        // Two ranks bound to the same CPU do share it.
+        let s = shared_cpus([(5, &cpu0[..], "a"), (5, &cpu0[..], "a")].into_iter());
+        assert_eq!(s.len(), 1);
+        assert_eq!((s[0].ranks, s[0].cpus), (2, 1));
+    }
 }

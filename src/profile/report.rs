@@ -35,6 +35,20 @@ pub struct CommReport {
     /// rank), and why.
     #[serde(default)]
     pub routes: Vec<RouteReport>,
+    /// Kernels on which this communicator's ranks outnumber the CPUs they may use: there a
+    /// rank also waits for a core, which predictions do not model.
+    #[serde(default)]
+    pub shared_cpus: Vec<SharedCpus>,
+}
+
+/// Ranks of one communicator on one kernel (a host, or emulated hosts sharing a machine)
+/// that outnumber its CPUs.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct SharedCpus {
+    /// Host names of those ranks (several when emulated hosts share the kernel).
+    pub hosts: Vec<String>,
+    pub ranks: u32,
+    pub cpus: u32,
 }
 
 /// How one (root, size class) travels: treecast's plan or the library's `MPI_Bcast`.

@@ -39,6 +39,7 @@ use super::config::Config;
 use super::hosts::Hosts;
 use crate::error::{Error, ErrorKind, Result};
 use crate::exec::raw;
+use crate::host::{kernel_info, KernelInfo};
 use crate::infer::{self, InferOptions};
 use crate::probe::{
     check_round, ping_pair, PairMeasurement, PingSpec, ProbeError, ProbeLedger, ProbeStats, Prober, SetSchedule,
@@ -733,30 +734,6 @@ pub fn probe_and_infer(comm: MPI_Comm, rank: u32, hosts: &Hosts, cfg: &Config) -
     let mut req = raw::ibarrier(comm)?;
     wait_politely(&mut req)?;
     result
-}
-
-/// This leader's kernel (a hash of its boot id; 0 when unknown) and the CPUs it may run on.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
-struct KernelInfo {
-    boot_id: u64,
-    cpus: u32,
-}
-
-fn kernel_info() -> KernelInfo {
-    let boot_id = std::fs::read_to_string("/proc/sys/kernel/random/boot_id")
-        .ok()
-        .map(|s| crate::util::fnv1a(s.trim().as_bytes()))
-        .unwrap_or(0);
-    // SAFETY: cpu_set_t is plain data; sched_getaffinity writes at most its size.
-    let cpus = unsafe {
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        if libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) == 0 {
-            libc::CPU_COUNT(&set).max(1) as u32
-        } else {
-            1
-        }
-    };
-    KernelInfo { boot_id, cpus }
 }
 
 /// How many pairs may measure at once: unlimited on distinct machines; where several hosts run
