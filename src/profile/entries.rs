@@ -15,52 +15,50 @@
 
 use super::arrival::AlignedCall;
 use super::report::GivenEntries;
-
-/// Median of `v` (mean of the middle two; `None` when empty).
-fn median(mut v: Vec<f64>) -> Option<f64> {
-    v.sort_by(f64::total_cmp);
-    match v.len() {
-        0 => None,
-        n if n % 2 == 1 => Some(v[n / 2]),
-        n => Some(0.5 * (v[n / 2 - 1] + v[n / 2])),
-    }
-}
+use crate::estimate::calibrate::{median, relative_error};
+use std::collections::BTreeMap;
 
 /// Measured against predicted per-rank times in the call over `calls` (those of one size
-/// class). `predict(root, bytes, enter)` gives each rank's predicted exit (same clock as
-/// `enter`, one time per rank of the communicator) or `None`. Calls that do not cover all
-/// `size` ranks, or that the predictor declines, are left out; `None` when none is left.
+/// class). `predict(root, bytes, enters)` gives, for each of the entry vectors of calls of that
+/// root and size (one time per rank of the communicator), each rank's predicted exit on the
+/// same clock, or `None`; it is asked once per (root, size), so the plan is built once, not
+/// once per call. Calls that do not cover all `size` ranks, or that the predictor declines,
+/// are left out; `None` when none is left.
 pub fn given_entries<'a>(
     calls: impl IntoIterator<Item = &'a AlignedCall>,
     size: u32,
-    mut predict: impl FnMut(u32, u64, &[f64]) -> Option<Vec<f64>>,
+    mut predict: impl FnMut(u32, u64, &[Vec<f64>]) -> Vec<Option<Vec<f64>>>,
 ) -> Option<GivenEntries> {
-    let (mut measured, mut predicted) = (Vec::new(), Vec::new());
-    let mut n = 0u64;
+    let mut groups: BTreeMap<(u32, u64), Vec<&AlignedCall>> = BTreeMap::new();
     for c in calls {
-        if c.ranks.len() != size as usize || c.ranks.iter().enumerate().any(|(i, r)| r.0 != i as u32) {
-            continue;
-        }
-        let enter: Vec<f64> = c.ranks.iter().map(|r| r.1).collect();
-        let Some(exit) = predict(c.root, c.bytes, &enter) else {
-            continue;
-        };
-        if exit.len() != enter.len() {
-            continue;
-        }
-        n += 1;
-        for (&(_, e, d), x) in c.ranks.iter().zip(&exit) {
-            measured.push(d - e);
-            predicted.push(x - e);
+        if c.ranks.len() == size as usize && c.ranks.iter().enumerate().all(|(i, r)| r.0 == i as u32) {
+            groups.entry((c.root, c.bytes)).or_default().push(c);
         }
     }
-    let measured_median_s = median(measured)?;
-    let predicted_median_s = median(predicted)?;
+    let (mut measured, mut predicted) = (Vec::new(), Vec::new());
+    let mut n = 0u64;
+    for ((root, bytes), group) in groups {
+        let enters: Vec<Vec<f64>> = group.iter().map(|c| c.ranks.iter().map(|r| r.1).collect()).collect();
+        for (c, exit) in group.iter().zip(predict(root, bytes, &enters)) {
+            let Some(exit) = exit.filter(|x| x.len() == c.ranks.len()) else {
+                continue;
+            };
+            n += 1;
+            for (&(_, e, d), x) in c.ranks.iter().zip(&exit) {
+                measured.push(d - e);
+                predicted.push(x - e);
+            }
+        }
+    }
+    if measured.is_empty() {
+        return None;
+    }
+    let (measured_median_s, predicted_median_s) = (median(&measured), median(&predicted));
     Some(GivenEntries {
         calls: n,
         measured_median_s,
         predicted_median_s,
-        error: crate::estimate::calibrate::relative_error(predicted_median_s, measured_median_s),
+        error: relative_error(predicted_median_s, measured_median_s),
     })
 }
 
@@ -80,10 +78,14 @@ mod tests {
 
     /// A two-rank model: rank 1 leaves 10 us after the later of the root's entry and its own,
     /// minus what it missed (it takes the data in 1 us when it arrives after it).
-    fn model(_root: u32, _bytes: u64, enter: &[f64]) -> Option<Vec<f64>> {
+    fn model_one(enter: &[f64]) -> Option<Vec<f64>> {
         let arrival = enter[0] + 10e-6;
         let done1 = if enter[1] >= arrival { enter[1] + 1e-6 } else { arrival };
         Some(vec![enter[0] + 2e-6, done1])
+    }
+
+    fn model(_root: u32, _bytes: u64, enters: &[Vec<f64>]) -> Vec<Option<Vec<f64>>> {
+        enters.iter().map(|e| model_one(e)).collect()
     }
 
     #[test]
@@ -112,10 +114,21 @@ mod tests {
     #[test]
     fn nothing_to_compare_gives_none() {
         let calls = [call(1, vec![(0, 0.0, 1e-6), (1, 0.0, 2e-6)])];
-        assert!(given_entries(&calls, 2, |_, _, _| None).is_none());
+        assert!(given_entries(&calls, 2, |_, _, e| vec![None; e.len()]).is_none());
         assert!(given_entries(&calls, 3, model).is_none());
         assert!(given_entries(&[], 2, model).is_none());
         // A predictor answering for the wrong number of ranks is not trusted.
-        assert!(given_entries(&calls, 2, |_, _, _| Some(vec![1.0])).is_none());
+        assert!(given_entries(&calls, 2, |_, _, e| vec![Some(vec![1.0]); e.len()]).is_none());
+        // The predictor is asked once per (root, size), with every call of it.
+        let same = [
+            call(1, vec![(0, 0.0, 1e-6), (1, 0.0, 2e-6)]),
+            call(2, vec![(0, 1.0, 1.0 + 1e-6), (1, 1.0, 1.0 + 2e-6)]),
+        ];
+        let mut asked = Vec::new();
+        given_entries(&same, 2, |r, b, e| {
+            asked.push((r, b, e.len()));
+            model(r, b, e)
+        });
+        assert_eq!(asked, vec![(0, 4096, 2)]);
     }
 }

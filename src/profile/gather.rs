@@ -181,7 +181,7 @@ fn class_report(
         given_entries: super::entries::given_entries(
             aligned.iter().filter(|c| crate::plan::size_class(c.bytes) == class),
             st.size(),
-            |root, bytes, enter| st.predict_given_entries(root, bytes, enter),
+            |root, bytes, enters| st.predict_given_entries(root, bytes, enters),
         ),
     }
 }

@@ -168,19 +168,18 @@ pub(crate) fn keep_latest(calls: &mut Vec<LastCall>) {
     calls.sort_by_key(|c| c.seq);
     calls.dedup_by_key(|c| c.seq);
     let mut kept: BTreeMap<u8, usize> = BTreeMap::new();
-    let mut keep = vec![false; calls.len()];
-    for (i, c) in calls.iter().enumerate().rev() {
-        let n = kept.entry(crate::plan::size_class(c.bytes)).or_insert(0);
-        if *n < tally::COMMON_KEEP {
+    let mut latest: Vec<LastCall> = calls
+        .iter()
+        .rev()
+        .filter(|c| {
+            let n = kept.entry(crate::plan::size_class(c.bytes)).or_insert(0);
             *n += 1;
-            keep[i] = true;
-        }
-    }
-    let mut i = 0;
-    calls.retain(|_| {
-        i += 1;
-        keep[i - 1]
-    });
+            *n <= tally::COMMON_KEEP
+        })
+        .copied()
+        .collect();
+    latest.reverse();
+    *calls = latest;
 }
 
 /// Profiling state of one communicator.
@@ -272,9 +271,9 @@ pub trait ProfiledComm {
     fn predict_time(&self, root: u32, bytes: u64) -> Option<report::Predicted>;
     /// The plan's algorithm name and predicted per-rank completions for `bytes` from `root`.
     fn predict_arrivals(&self, root: u32, bytes: u64) -> (String, Option<Vec<f64>>);
-    /// With the set-up calibration: each rank's predicted exit from a call of `bytes` from
-    /// `root` whose ranks entered at `enter` (one time per rank, rank 0's clock).
-    fn predict_given_entries(&self, root: u32, bytes: u64, enter: &[f64]) -> Option<Vec<f64>>;
+    /// With the set-up calibration: for each call of `bytes` from `root` whose ranks entered at
+    /// `enters[i]` (one time per rank, rank 0's clock), each rank's predicted exit.
+    fn predict_given_entries(&self, root: u32, bytes: u64, enters: &[Vec<f64>]) -> Vec<Option<Vec<f64>>>;
     /// The route chosen for every (root, size class) used so far, in order.
     fn routes(&self) -> Vec<report::RouteReport>;
 }

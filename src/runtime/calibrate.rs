@@ -10,9 +10,9 @@
 //!   sender);
 //! - [`LATE_REPS`] sends to a receiver that starts receiving [`LATE_US`] later, once the
 //!   message's envelope is there: whether the send waits for it (the median send) and how
-//!   long the late receive takes (the fastest:
-//!   it is the receiver's own work, which a busy core only slows; with the median, one run of
-//!   4 ranks on 2 cores read 4.5 us for 16 KiB, twice what its broadcasts' late ranks took).
+//!   long the late receive takes (the fastest: it is the receiver's own work, which a busy
+//!   core only slows; with the median, one run of 4 ranks on 2 cores read 4.5 us for 16 KiB,
+//!   twice what its broadcasts' late ranks took).
 //!
 //! Then a burst of [`BURST`] small non-blocking sends (the per-message overhead at the sender,
 //! used between hosts when there is no token ring). The lower of the pair broadcasts the
@@ -44,7 +44,8 @@ pub const CURVE_SIZES: [u64; 19] = {
 /// Timed round trips per size (after [`WARMUP`]); the median is kept.
 pub const REPS: usize = 9;
 const WARMUP: usize = 2;
-/// Sends to a late receiver per size (the median is kept), and how late it is (us).
+/// Sends to a late receiver per size (the median send and the fastest receive are kept),
+/// and how late it is (us).
 pub const LATE_REPS: usize = 5;
 pub const LATE_US: f64 = 50.0;
 /// How long the late receiver waits for the message's envelope before receiving anyway.

@@ -353,20 +353,34 @@ impl Planner {
         simulate_calibrated(&c.topology, p, bytes, c.overhead_s / 2.0, enter).ok()
     }
 
-    /// With the set-up calibration: when each rank leaves a call of `bytes` from `root` whose
-    /// ranks entered at `enter` (seconds, one per rank, any common origin), as the calibrated
-    /// model has it. What a profile sets against each call's measured times, so the comparison
-    /// is of the broadcast, not of how the ranks happened to arrive. `None` uncalibrated.
-    pub fn predict_given_entries(&self, root: u32, bytes: u64, library_route: bool, enter: &[f64]) -> Option<Vec<f64>> {
-        let c = self.calibrated.as_ref()?;
-        let origin = enter.iter().copied().fold(f64::INFINITY, f64::min);
-        if !origin.is_finite() {
-            return None;
-        }
-        let shifted: Vec<f64> = enter.iter().map(|t| t - origin).collect();
+    /// With the set-up calibration: for each call of `bytes` from `root` whose ranks entered
+    /// at `enters[i]` (seconds, one per rank, any common origin), when each rank leaves it, as
+    /// the calibrated model has it (the plan built once for all of them). What a profile sets
+    /// against each call's measured times, so the comparison is of the broadcast, not of how the
+    /// ranks happened to arrive. All `None` uncalibrated.
+    pub fn predict_given_entries(
+        &self,
+        root: u32,
+        bytes: u64,
+        library_route: bool,
+        enters: &[Vec<f64>],
+    ) -> Vec<Option<Vec<f64>>> {
+        let Some(c) = self.calibrated.as_ref() else {
+            return vec![None; enters.len()];
+        };
         let p = self.predicted_plan(root, bytes, library_route);
-        let d = self.calibrated_times(c, &p, bytes, Some(&shifted))?;
-        Some(d.rank_done_s.iter().map(|t| t + origin).collect())
+        enters
+            .iter()
+            .map(|enter| {
+                let origin = enter.iter().copied().fold(f64::INFINITY, f64::min);
+                if !origin.is_finite() {
+                    return None;
+                }
+                let shifted: Vec<f64> = enter.iter().map(|t| t - origin).collect();
+                let d = self.calibrated_times(c, &p, bytes, Some(&shifted))?;
+                Some(d.rank_done_s.iter().map(|t| t + origin).collect())
+            })
+            .collect()
     }
 
     /// Algorithm name and predicted per-rank completion times (seconds after the root starts) of

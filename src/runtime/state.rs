@@ -492,9 +492,9 @@ impl crate::profile::ProfiledComm for CommState {
         self.planner
             .predict_arrivals(root, bytes, self.library_route(root, bytes))
     }
-    fn predict_given_entries(&self, root: u32, bytes: u64, enter: &[f64]) -> Option<Vec<f64>> {
+    fn predict_given_entries(&self, root: u32, bytes: u64, enters: &[Vec<f64>]) -> Vec<Option<Vec<f64>>> {
         self.planner
-            .predict_given_entries(root, bytes, self.library_route(root, bytes), enter)
+            .predict_given_entries(root, bytes, self.library_route(root, bytes), enters)
     }
     fn routes(&self) -> Vec<crate::profile::report::RouteReport> {
         CommState::routes(self)

@@ -136,13 +136,9 @@ pub fn evaluate_calibrated(
         let ser = serialization(topo, path, s.bytes);
         let lat: f64 = path.iter().map(|&d| topo.dir_params(d).latency_s).sum();
         start.push(t);
-        // Usable at the receiver: on arrival, or once it has entered and taken it in.
-        let arrived = t + overhead_s + lat + ser;
-        done.push(if enter.is_some() {
-            arrived.max(entered(s.to) + overhead_s)
-        } else {
-            arrived
-        });
+        // Usable at the receiver: on arrival, or once it has entered and taken it in (without
+        // entry times that is always the arrival, which is at least `overhead_s`).
+        done.push((t + overhead_s + lat + ser).max(entered(s.to) + overhead_s));
         let from = s.from as usize;
         rank_done[from] = rank_done[from].max(t + overhead_s + ser);
     }
