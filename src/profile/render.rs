@@ -526,7 +526,10 @@ impl ValueAxis {
         if hi / lo > 10.0 {
             ValueAxis {
                 log: true,
-                lo: 10f64.powf(lo.log10().floor()),
+                // A whole decade at least a factor 2 below the smallest value: a value just
+                // above a power of ten (1.02 us) on the decade itself drew a bar of a fraction
+                // of a pixel.
+                lo: 10f64.powf((lo / 2.0).log10().floor()),
                 hi: 10f64.powf(hi.log10().ceil()),
             }
         } else {
@@ -925,6 +928,14 @@ mod tests {
                 }],
             }],
         }
+    }
+
+    /// The smallest value never sits on the axis floor, so its bar is always visible.
+    #[test]
+    fn the_smallest_time_stands_clear_of_a_log_axis_floor() {
+        let a = ValueAxis::new([1.02e-6, 2e-3].into_iter());
+        assert!(a.log);
+        assert!(a.frac(1.02e-6) >= 0.3 / (a.hi / a.lo).log10(), "{}", a.frac(1.02e-6));
     }
 
     #[test]
