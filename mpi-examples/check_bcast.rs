@@ -593,16 +593,18 @@ fn mode_profile(world: &mpi::topology::SimpleCommunicator) {
     }
 }
 
-/// Two sites of 40 broadcasts of 1 KiB from rank 0: at site E the last rank sleeps 3 ms before
-/// every call (it arrives last, the others wait), at site F every call follows a barrier;
-/// `tests/profile.rs` checks that the profile tells load imbalance from transfer time.
+/// Two sites of 40 broadcasts of 1 KiB from rank 0: at site E the last rank sleeps 20 ms
+/// before every call (it arrives last, the others wait), at site F every call follows a
+/// barrier; `tests/profile.rs` checks that the profile tells load imbalance from transfer
+/// time. 20 ms, not 3: with a core kept busy, four ranks on the other wait for it in slices of
+/// milliseconds, and a 3 ms imbalance drowned in that.
 fn mode_imbalance(world: &mpi::topology::SimpleCommunicator) {
     let n = world.size();
     let me = world.rank();
     let mut buf = vec![0u8; 1024];
     for _ in 0..40 {
         if me == n - 1 {
-            std::thread::sleep(std::time::Duration::from_millis(3));
+            std::thread::sleep(std::time::Duration::from_millis(20));
         }
         world
             .topo_bcast(&mut buf, 0)

@@ -199,7 +199,7 @@ fn profile_counts_calls_and_bytes_exactly() {
 
 #[test]
 fn arrival_skew_is_told_from_transfer_time() {
-    // Site E: the last rank sleeps 3 ms before each of 40 calls; site F: a barrier before each.
+    // Site E: the last rank sleeps 20 ms before each of 40 calls; site F: a barrier before each.
     // Every call is timed on every rank (TREECAST_PROFILE_TIMING=all), so both sites have 40
     // aligned calls. Thresholds leave room for a busy 2-core machine (4 ranks share 2 cores).
     let np = 4;
@@ -214,13 +214,13 @@ fn arrival_skew_is_told_from_transfer_time() {
     assert_eq!((ea.calls, fa.calls), (40, 40), "{ea:?} {fa:?}");
     assert_eq!(ea.last_rank, np - 1, "{ea:?}");
     assert!(ea.last_rank_share >= 0.5, "{ea:?}"); // chance: 0.25; 0.7-0.98 seen, tests in parallel
-    assert!(ea.skew_median_s >= 1.5e-3, "{ea:?}");
+    assert!(ea.skew_median_s >= 10e-3, "{ea:?}");
     assert!(ea.verdict.starts_with("load imbalance"), "{ea:?}");
     assert!(fa.skew_median_s < ea.skew_median_s / 3.0, "{fa:?} vs {ea:?}");
     let slow = e.slowest_call.as_ref().expect("slowest call of E");
     assert_eq!(slow.ranks.len(), np as usize);
     assert!(
-        slow.ranks.iter().any(|r| r.enter_s >= 1.5e-3),
+        slow.ranks.iter().any(|r| r.enter_s >= 10e-3),
         "the late rank shows: {slow:?}"
     );
     // The text report has the table and the verdict; the chart of the slowest call is drawn.
