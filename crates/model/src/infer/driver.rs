@@ -338,7 +338,10 @@ impl<'p> Run<'p> {
                 feed_all(builders);
             }
             let trees: Vec<&WorkTree> = builders.iter().map(|b| &b.tree).collect();
-            let p = params(&self.store, &trees);
+            let p = LocateParams {
+                hint: self.hint,
+                ..params(&self.store, &trees)
+            };
             log::trace!(
                 "round parameters: snap tolerance {:.3} us, long-leaf margin {:.3} us, access {:?} us",
                 p.tol_floor * 1e6,

@@ -40,6 +40,9 @@ pub(crate) struct LocateParams {
     pub access: Option<f64>,
     /// How often a pair may be measured before an inconsistent value is dropped.
     pub max_times: u8,
+    /// Hosts are numbered along the network (the run's host-order hint): switch branches are
+    /// explored nearest in host order first (see [`branch_rank`]).
+    pub hint: bool,
 }
 
 /// What the search needs next, or where the host goes.
@@ -239,7 +242,7 @@ pub(crate) fn locate(t: &WorkTree, s: &Store, h: usize, p: &LocateParams) -> Ste
         let leaf_v = implied_leaf(t, &obs, Point::At(v));
         let explored = explored_at(t, s, h, v, leaf_v, &obs, p);
         let host_ok = |c: usize| long(t.leaf_len(c));
-        if let Some(step) = next_branch(t, v, &explored, &host_ok, leaf_v) {
+        if let Some(step) = next_branch(t, v, h, p, &explored, &host_ok, leaf_v) {
             return step;
         }
     }
@@ -256,7 +259,7 @@ pub(crate) fn locate(t: &WorkTree, s: &Store, h: usize, p: &LocateParams) -> Ste
                 return Step::Place { at, leaf };
             }
             let host_ok = |c: usize| p.exhaustive || long(t.leaf_len(c));
-            next_branch(t, v, &explored, &host_ok, leaf).unwrap_or(Step::Place { at, leaf })
+            next_branch(t, v, h, p, &explored, &host_ok, leaf).unwrap_or(Step::Place { at, leaf })
         }
     }
 }
@@ -371,13 +374,13 @@ pub(crate) fn open_branches(t: &WorkTree, s: &Store, h: usize, v: usize, leaf: f
         .map(|vb| t.toward(v, vb))
         .collect();
     explored.extend(excluded_by_mates(t, s, h, v, leaf, p));
-    let mut open: Vec<(usize, usize)> = t
+    let mut open: Vec<_> = t
         .neighbors(v)
         .into_iter()
         .filter(|w| !explored.contains(w) && t.host_of(*w).is_none())
-        .map(|w| (t.branch_host_count(Branch { at: v, via: w }), w))
+        .map(|w| (branch_rank(t, v, w, h, p), w))
         .collect();
-    open.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
+    open.sort();
     open.into_iter().map(|(_, w)| w).collect()
 }
 
@@ -435,16 +438,41 @@ fn best_fitting_switch(t: &WorkTree, obs: &[(usize, usize, Obs)], va: usize) -> 
     best.map(|(cost, c, l)| (c, l, cost))
 }
 
-/// The next unexplored branch at switch `v`: switch branches first, the one with the most hosts
-/// first (it most likely holds the new host); host leaves accepted by `check_host`.
+/// Where a branch comes in a search: host-order gap, most hosts, lowest vertex (see
+/// [`branch_rank`]).
+type BranchRank = (usize, std::cmp::Reverse<usize>, usize);
+
+/// The order in which `h` explores the switch branch `v -> w` (lowest first): without the
+/// host-order hint, the branch with the most hosts first (it most likely holds the new host);
+/// with it, the branch holding the host nearest to `h` in host order first, then the most
+/// hosts. Why: hosts are numbered along the network, so `h`'s switch is most likely where its
+/// neighbours in host order are. By host count alone, the first host of a leaf switch new to a
+/// 16-way star searched the star's leaves one per round, its own last as often as not (2 x 256
+/// hosts under normal jitter: 7 rounds of 2 pairs at the end of a part).
+fn branch_rank(
+    t: &WorkTree,
+    v: usize,
+    w: usize,
+    h: usize,
+    p: &LocateParams,
+) -> (usize, std::cmp::Reverse<usize>, usize) {
+    let b = Branch { at: v, via: w };
+    let gap = if p.hint { t.branch_order_gap(b, h) } else { 0 };
+    (gap, std::cmp::Reverse(t.branch_host_count(b)), w)
+}
+
+/// The next unexplored branch at switch `v` for `h`: switch branches first, in
+/// [`branch_rank`] order; host leaves accepted by `check_host`.
 fn next_branch(
     t: &WorkTree,
     v: usize,
+    h: usize,
+    p: &LocateParams,
     explored: &[usize],
     check_host: &dyn Fn(usize) -> bool,
     reach: f64,
 ) -> Option<Step> {
-    let mut best: Option<(usize, usize)> = None; // (hosts, via)
+    let mut best: Option<(BranchRank, usize)> = None; // (rank, via)
     let mut host_leaf: Option<usize> = None;
     for w in t.neighbors(v) {
         if explored.contains(&w) {
@@ -456,9 +484,9 @@ fn next_branch(
             }
             continue;
         }
-        let n = t.branch_host_count(Branch { at: v, via: w });
-        if best.is_none_or(|(bn, bw)| n > bn || (n == bn && w < bw)) {
-            best = Some((n, w));
+        let rank = branch_rank(t, v, w, h, p);
+        if best.is_none_or(|(br, _)| rank < br) {
+            best = Some((rank, w));
         }
     }
     best.map(|(_, via)| Step::Branch(Branch { at: v, via }, reach))
@@ -518,6 +546,7 @@ mod tests {
             robust: true,
             max_times: 2,
             access: None,
+            hint: false,
         }
     }
 
@@ -540,6 +569,60 @@ mod tests {
 
     fn tree() -> WorkTree {
         tree_with(1.0)
+    }
+
+    /// A star of three leaf switches: A {0, 1}, B {8, 9, 10}, C {4, 5}; returns it and its centre.
+    fn star() -> (WorkTree, usize) {
+        let mut t = WorkTree::new(12);
+        t.init_pair(0, 8, 6.0);
+        let (v0, v8) = (t.vertex_of(0).unwrap(), t.vertex_of(8).unwrap());
+        t.attach(t.point_on_path(v0, v8, 1.0, 0.0), 1, 1.0);
+        let (v0, v8) = (t.vertex_of(0).unwrap(), t.vertex_of(8).unwrap());
+        t.attach(t.point_on_path(v8, v0, 1.0, 0.0), 9, 1.0);
+        let (a, b) = (t.host_parent(0).unwrap(), t.host_parent(8).unwrap());
+        t.attach(Point::At(b), 10, 1.0);
+        let core = t.attach(t.point_on_path(a, b, 2.0, 0.0), 4, 3.0);
+        let core = t.parent(core).unwrap();
+        let v4 = t.vertex_of(4).unwrap();
+        t.attach(t.point_on_path(v4, core, 2.0, 0.0), 5, 1.0);
+        (t, core)
+    }
+
+    #[test]
+    fn the_host_order_hint_explores_the_branch_of_a_hosts_neighbours_first() {
+        let (t, core) = star();
+        assert_eq!(t.neighbors(core).len(), 3, "a star of three leaf switches");
+        let toward = |h: usize| t.toward(core, t.vertex_of(h).unwrap());
+        let explored = [toward(0)];
+        let any = |_: usize| true;
+        let plain = params();
+        let hinted = LocateParams { hint: true, ..params() };
+        let branch = |p: &LocateParams, h: usize| match next_branch(&t, core, h, p, &explored, &any, 2.0) {
+            Some(Step::Branch(b, _)) => b.via,
+            other => panic!("expected a branch, got {other:?}"),
+        };
+        // Without the hint, the branch with the most hosts (B) first; with it, the branch of
+        // host 6's neighbours in host order (C: 5 is one away), and B for host 11 (10).
+        assert_eq!(branch(&plain, 6), toward(8));
+        assert_eq!(branch(&hinted, 6), toward(4));
+        assert_eq!(branch(&hinted, 11), toward(8));
+        assert_eq!(
+            t.branch_order_gap(
+                Branch {
+                    at: core,
+                    via: toward(4)
+                },
+                6
+            ),
+            1
+        );
+        // Upwards too: from C's switch, the branch towards the core holds 0, 1 and 8-10.
+        let c = t.host_parent(4).unwrap();
+        assert_eq!(t.branch_order_gap(Branch { at: c, via: core }, 2), 1);
+        // Mates take the open branches in the same order.
+        let s = Store::new(12);
+        let open = open_branches(&t, &s, 6, core, 2.0, &hinted);
+        assert_eq!(open.first(), Some(&toward(4)), "{open:?}");
     }
 
     #[test]

@@ -977,6 +977,7 @@ fn batch_params(store: &store::Store, trees: &[&tree::WorkTree]) -> LocateParams
         robust: true,
         max_times: 2,
         access: locate::access_length(trees, store, tol_floor, flag_delta),
+        hint: false,
     }
 }
 
@@ -990,5 +991,6 @@ fn paper_params(_store: &store::Store) -> LocateParams {
         robust: false,
         max_times: 1,
         access: None,
+        hint: false,
     }
 }

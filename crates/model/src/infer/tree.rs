@@ -409,6 +409,27 @@ impl WorkTree {
     }
 
     /// Number of hosts in branch `b`.
+    /// How close in host order branch `b` comes to host `h`: the least `|x - h|` over its hosts
+    /// `x` (`usize::MAX` when it has none).
+    pub fn branch_order_gap(&self, b: Branch, h: usize) -> usize {
+        let below = |v: usize| -> Vec<usize> {
+            let mut out = Vec::new();
+            let mut stack = vec![v];
+            while let Some(u) = stack.pop() {
+                out.extend(self.host_of[u]);
+                stack.extend(self.children[u].iter().copied());
+            }
+            out
+        };
+        let hosts: Vec<usize> = if self.parent[b.at] == Some(b.via) {
+            let inside: std::collections::HashSet<usize> = below(b.at).into_iter().collect();
+            self.hosts().filter(|x| !inside.contains(x)).collect()
+        } else {
+            below(b.via)
+        };
+        hosts.into_iter().map(|x| x.abs_diff(h)).min().unwrap_or(usize::MAX)
+    }
+
     pub fn branch_host_count(&self, b: Branch) -> usize {
         let below = |v: usize| -> usize {
             let mut n = 0;
