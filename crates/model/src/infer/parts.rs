@@ -92,8 +92,12 @@ pub(crate) const FAR_READINGS: usize = 3;
 pub(crate) const FAR_AGREE: f64 = 1.5;
 
 /// Rounds of pairs across groups after the two chain rounds; groups still undecided are then
-/// taken as one part (measured in full: slower, never wrong).
-pub(crate) const MAX_CROSS_ROUNDS: usize = 4;
+/// taken as one part (measured in full: slower, never wrong). Why 6: a round costs one far
+/// round trip and its coordination (about 10 ms at 2.5 ms apart), one part measured in full
+/// 1-2 s; with 4, 8 clusters of 8 hosts under Lomax jitter left 8 pairs of groups undecided
+/// and took 1.4 s (seed 1309 of `bench_infer -- 1200 trials 8`). Goal rows of the far-apart
+/// families on seeds 1601-2800, together with `GRAFT_RETRIES` 2 -> 5: 1174 -> 1181 of 1200.
+pub(crate) const MAX_CROSS_ROUNDS: usize = 6;
 
 /// Readings per pair of parts the graft gets, at most [`GRAFT_ROUNDS`] more rounds for them.
 pub(crate) const GRAFT_READINGS: usize = 8;
