@@ -13,11 +13,13 @@
 //!   of [`SHORT_SET`] would then all miss it at most [`MAX_MISS`] of the time, every set takes
 //!   the fewest round trips that keep the miss within [`MAX_MISS`] (at least [`MIN_SET`]);
 //!   otherwise the protocol stays as it was. A heavy-tailed or loaded network keeps its 30.
-//!   Why the fewest, not [`SHORT_SET`] whenever it suffices: with a tenth of round trips near,
-//!   sets of 15 (ended by the patience rule after 11-15) missed a minimum 1-3% of the time,
-//!   sets of 10 miss it 4%, and every round of a 128-host part is a third shorter (2 x 256
-//!   hosts under Lomax jitter: 0.127 s mean probe time before, 0.108 s after, 400 trials). (Judging from each set's loss at its 90th percentile instead jumped between
-//!   0 and 0.65 us across parts of one run and cost the stress families exactness.)
+//!   (Judging from each set's loss at its 90th percentile instead jumped between 0 and
+//!   0.65 us across parts of one run and cost the stress families exactness.) Why the fewest,
+//!   not [`SHORT_SET`] whenever it suffices: with a tenth of round trips near, sets of 15
+//!   (ended by the patience rule after 11-15) missed a minimum 1-3% of the time, sets of 10
+//!   miss it 4% (9-10% near gives sets of 10-12), and rounds of 128-host parts are a quarter
+//!   to a third shorter (2 x 256 hosts under Lomax jitter: 0.127 s mean probe time before,
+//!   0.108 s after, 400 trials).
 //! - **Medians** (symmetric jitter): a median's precision comes from its sample count, not
 //!   from when a minimum stopped moving, so every set takes the same number of round trips:
 //!   enough that the standard error of a distance's median, `1.25 sigma / sqrt(n)`, is within
