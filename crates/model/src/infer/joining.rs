@@ -355,14 +355,7 @@ fn residual_variances(tree: &WorkTree, obs: &[(usize, usize, f64)], floor: f64) 
 
 /// Hosts below vertex `v`.
 pub(crate) fn hosts_below(tree: &WorkTree, v: usize) -> Vec<usize> {
-    let mut out = Vec::new();
-    let mut stack = vec![v];
-    while let Some(x) = stack.pop() {
-        if let Some(h) = tree.host_of(x) {
-            out.push(h);
-        }
-        stack.extend(tree.children(x).iter().copied());
-    }
+    let mut out = tree.hosts_below(v);
     out.sort_unstable();
     out
 }

@@ -449,16 +449,15 @@ type BranchRank = (usize, std::cmp::Reverse<usize>, usize);
 /// neighbours in host order are. By host count alone, the first host of a leaf switch new to a
 /// 16-way star searched the star's leaves one per round, its own last as often as not (2 x 256
 /// hosts under normal jitter: 7 rounds of 2 pairs at the end of a part).
-fn branch_rank(
-    t: &WorkTree,
-    v: usize,
-    w: usize,
-    h: usize,
-    p: &LocateParams,
-) -> (usize, std::cmp::Reverse<usize>, usize) {
+fn branch_rank(t: &WorkTree, v: usize, w: usize, h: usize, p: &LocateParams) -> BranchRank {
     let b = Branch { at: v, via: w };
-    let gap = if p.hint { t.branch_order_gap(b, h) } else { 0 };
-    (gap, std::cmp::Reverse(t.branch_host_count(b)), w)
+    if !p.hint {
+        return (0, std::cmp::Reverse(t.branch_host_count(b)), w);
+    }
+    // One walk of the branch gives both its hosts' count and their nearest in host order.
+    let hosts = t.branch_hosts(b);
+    let gap = hosts.iter().map(|x| x.abs_diff(h)).min().unwrap_or(usize::MAX);
+    (gap, std::cmp::Reverse(hosts.len()), w)
 }
 
 /// The next unexplored branch at switch `v` for `h`: switch branches first, in
@@ -606,19 +605,17 @@ mod tests {
         assert_eq!(branch(&plain, 6), toward(8));
         assert_eq!(branch(&hinted, 6), toward(4));
         assert_eq!(branch(&hinted, 11), toward(8));
-        assert_eq!(
-            t.branch_order_gap(
-                Branch {
-                    at: core,
-                    via: toward(4)
-                },
-                6
-            ),
-            1
-        );
+        let mut c_hosts = t.branch_hosts(Branch {
+            at: core,
+            via: toward(4),
+        });
+        c_hosts.sort_unstable();
+        assert_eq!(c_hosts, vec![4, 5]);
         // Upwards too: from C's switch, the branch towards the core holds 0, 1 and 8-10.
         let c = t.host_parent(4).unwrap();
-        assert_eq!(t.branch_order_gap(Branch { at: c, via: core }, 2), 1);
+        let mut up = t.branch_hosts(Branch { at: c, via: core });
+        up.sort_unstable();
+        assert_eq!(up, vec![0, 1, 8, 9, 10]);
         // Mates take the open branches in the same order.
         let s = Store::new(12);
         let open = open_branches(&t, &s, 6, core, 2.0, &hinted);

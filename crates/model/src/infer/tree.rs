@@ -409,25 +409,26 @@ impl WorkTree {
     }
 
     /// Number of hosts in branch `b`.
-    /// How close in host order branch `b` comes to host `h`: the least `|x - h|` over its hosts
-    /// `x` (`usize::MAX` when it has none).
-    pub fn branch_order_gap(&self, b: Branch, h: usize) -> usize {
-        let below = |v: usize| -> Vec<usize> {
-            let mut out = Vec::new();
-            let mut stack = vec![v];
-            while let Some(u) = stack.pop() {
-                out.extend(self.host_of[u]);
-                stack.extend(self.children[u].iter().copied());
-            }
-            out
-        };
-        let hosts: Vec<usize> = if self.parent[b.at] == Some(b.via) {
-            let inside: std::collections::HashSet<usize> = below(b.at).into_iter().collect();
+    /// The hosts in the subtree of `v` (in no particular order).
+    pub fn hosts_below(&self, v: usize) -> Vec<usize> {
+        let mut out = Vec::new();
+        let mut stack = vec![v];
+        while let Some(u) = stack.pop() {
+            out.extend(self.host_of[u]);
+            stack.extend(self.children[u].iter().copied());
+        }
+        out
+    }
+
+    /// The hosts of branch `b` (in no particular order): below `b.via`, or, where the branch
+    /// leads up, every host not below `b.at`.
+    pub fn branch_hosts(&self, b: Branch) -> Vec<usize> {
+        if self.parent[b.at] == Some(b.via) {
+            let inside: std::collections::HashSet<usize> = self.hosts_below(b.at).into_iter().collect();
             self.hosts().filter(|x| !inside.contains(x)).collect()
         } else {
-            below(b.via)
-        };
-        hosts.into_iter().map(|x| x.abs_diff(h)).min().unwrap_or(usize::MAX)
+            self.hosts_below(b.via)
+        }
     }
 
     pub fn branch_host_count(&self, b: Branch) -> usize {
