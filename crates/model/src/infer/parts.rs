@@ -168,10 +168,15 @@ pub(crate) fn detect(run: &mut Run, n: usize, given: Option<f64>, warm: bool) ->
     // readings between parts already apart, and a threshold recomputed from them could move
     // (one more spike inside the gap lowers it to the spike) and split a decided group.
     let mut decided: Option<f64> = None;
+    // The last threshold found in the data, kept when a later round's readings hide its gap.
+    let mut found: Option<f64> = None;
     loop {
         let thr = decided
             .or(given)
             .unwrap_or_else(|| far_threshold(&readings.iter().map(|r| 2.0 * r.2).collect::<Vec<f64>>()));
+        // A gap once found is not lost to the spikes that later rounds add inside it.
+        let thr = if thr.is_finite() { thr } else { found.unwrap_or(thr) };
+        found = thr.is_finite().then_some(thr);
         if !thr.is_finite() {
             return Ok(one(thr));
         }
