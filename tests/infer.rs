@@ -687,6 +687,22 @@ fn a_stalled_round_trip_does_not_hold_its_round_back() {
 }
 
 #[test]
+fn a_measurement_cut_short_by_a_stall_is_taken_again() {
+    // 8 clusters of 32 hosts, Lomax jitter, trial 1350 of `bench_infer`: one pair's first
+    // round trip read 38.2 us where the path is 30, the next stalled and was given up, and
+    // that one round trip was the pair's whole measurement. Its host was placed with a leaf
+    // 4 us long, its leaf switch split into three, the graft refused the parts and one tree
+    // was inferred over all 256 hosts: 2.1 s, still wrong. Measured again, it is 0.1 s, exact.
+    let r = exact_family_trial((8, 256, 0.05e-3, 1.25e-3), 1350);
+    assert!(r.stats.given_up >= 1, "nothing given up");
+    assert!(
+        r.stats.probe.time_s() < 0.15,
+        "{:.4} s of probing",
+        r.stats.probe.time_s()
+    );
+}
+
+#[test]
 fn a_gap_once_found_is_not_lost_to_later_spikes() {
     // 5 clusters of 32 hosts, 0.05-0.2 ms apart, Lomax jitter, trial 1489 of `bench_infer`:
     // the chain rounds showed the gap between near and far round trips, but 8 spikes (71-137

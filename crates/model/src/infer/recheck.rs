@@ -109,6 +109,12 @@ pub(crate) fn recheck_short_links(
     let spec = run.full_spec();
     for round in crate::probe::matching_rounds(&wanted).into_iter().take(RECHECK_ROUNDS) {
         for m in run.prober.ping_round(&round, &spec)? {
+            // A reading cut short by a given-up round trip is no fresh reading: the pair
+            // counts as unmeasured (see `driver::cut_short`).
+            if super::driver::cut_short(&m, &spec) {
+                measured.push(m);
+                continue;
+            }
             fresh.insert((m.a, m.b), run.store.distance_of(&m));
             measured.push(m);
         }
