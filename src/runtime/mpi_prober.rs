@@ -331,11 +331,22 @@ fn run_round(comm: MPI_Comm, me: u32, round: &Round) -> Result<Vec<u8>> {
                 return Ok(Vec::new());
             }
             let mut buf = vec![0u8; bytes];
-            // Untimed: the first message of a pair may open its connection.
-            round_trip(comm, b as c_int, &mut buf, f64::INFINITY)?;
-            let m = ping_pair(a as usize, b as usize, spec, |give_up| {
-                round_trip(comm, b as c_int, &mut buf, give_up)
-            })?;
+            // Untimed: the first message of a pair may open its connection. Given up only
+            // after `first_give_up_s` (one-sample rounds), and then without a sample.
+            let opening = round_trip(comm, b as c_int, &mut buf, spec.first_give_up_s)?;
+            let m = if opening >= spec.first_give_up_s {
+                PairMeasurement {
+                    a: a as usize,
+                    b: b as usize,
+                    samples_s: Vec::new(),
+                    set_len: Vec::new(),
+                    waited_s: opening,
+                }
+            } else {
+                ping_pair(a as usize, b as usize, spec, |give_up| {
+                    round_trip(comm, b as c_int, &mut buf, give_up)
+                })?
+            };
             send(comm, b as c_int, &buf, 0, TAG_STOP)?;
             postcard::to_stdvec(&m).map_err(other)
         }

@@ -102,8 +102,30 @@ pub(crate) struct Run<'p> {
     drops: Vec<u32>,
     /// Pairs whose measurement was cut short once and not stored (see [`cut_short`]).
     cut_once: HashSet<(usize, usize)>,
+    /// The longest round trip a one-sample reading has shown so far (seconds; 0 before any),
+    /// which sets when the next one-sample round gives a round trip up ([`ONCE_GIVE_UP_RATIO`]).
+    longest_once: f64,
     pub counters: Counters,
 }
+
+/// A one-sample round (far-apart detection, the graft's readings) gives a round trip up once
+/// it has taken this many times the longest round trip such rounds have read so far, and at
+/// least [`GIVE_UP_S_ONCE`]; the first such round never does.
+///
+/// Why: the one round trip of a one-sample reading is its pair's first, which the protocol
+/// never gives up by itself (nothing to judge it by), and a round lasts as long as its slowest
+/// pair. Under heavy-tailed jitter a spike of 0.42-0.68 s held a whole round back (8 x 64 and
+/// 6 x 96 hosts, Lomax jitter, trials 2261 and 2427 of `bench_infer`: 0.50 and 0.76 s of
+/// probing). A reading given up is a reading lost: detection and the graft already go on
+/// without one (another round measures other pairs), so a far path read too slowly costs speed
+/// only. Why 4: between parts joined through a core, no path is longer than twice the longest
+/// uplink, and a round trip across it is at least one uplink; 4 leaves a factor of 2 for paths
+/// the rounds so far did not cross.
+const ONCE_GIVE_UP_RATIO: f64 = 4.0;
+
+/// The least a one-sample round waits for a round trip (seconds): the fine protocol's
+/// [`crate::probe::GIVE_UP_S`], beyond the scheduling stalls of an oversubscribed host.
+const GIVE_UP_S_ONCE: f64 = crate::probe::GIVE_UP_S;
 
 /// Was `m` given up (`PingSpec::give_up_s`) before it had the fewest round trips any set may
 /// have ([`super::budget::MIN_SET`], or the whole protocol's when that allows fewer)? Such a
@@ -161,6 +183,7 @@ impl<'p> Run<'p> {
             unserved: vec![0; n],
             drops: vec![0; n],
             cut_once: HashSet::new(),
+            longest_once: 0.0,
             counters: Counters::default(),
         }
     }
@@ -219,7 +242,11 @@ impl<'p> Run<'p> {
         }
         let mut coarse = Vec::new();
         for m in ms {
+            if m.samples_s.is_empty() {
+                continue; // given up before its first round trip came back: nothing to store
+            }
             if spec.ended_far(&m) {
+                self.longest_once = self.longest_once.max(m.rtt_s());
                 coarse.push((m.a, m.b, m.rtt_s() / 2.0));
             } else if cut_short(&m, &spec) && self.cut_once.insert((m.a.min(m.b), m.a.max(m.b))) {
                 log::debug!(
@@ -242,13 +269,34 @@ impl<'p> Run<'p> {
         if pairs.is_empty() {
             return Ok(Vec::new());
         }
+        let first_give_up_s = if self.longest_once > 0.0 {
+            GIVE_UP_S_ONCE.max(ONCE_GIVE_UP_RATIO * self.longest_once)
+        } else {
+            f64::INFINITY
+        };
         let spec = PingSpec {
             sets: 1,
             max_round_trips: 1,
+            first_give_up_s,
             ..self.spec
         };
         let ms = self.prober.ping_round(pairs, &spec)?;
-        Ok(ms.iter().map(|m| (m.a, m.b, m.rtt_s() / 2.0)).collect())
+        let given_up = ms.iter().filter(|m| m.samples_s.is_empty()).count();
+        if given_up > 0 {
+            log::debug!(
+                "one-sample round: {given_up} of {} round trip(s) not back within {:.1} ms, given up",
+                ms.len(),
+                first_give_up_s * 1e3
+            );
+        }
+        self.counters.given_up += given_up as u64;
+        let readings: Vec<(usize, usize, f64)> = ms
+            .iter()
+            .filter(|m| !m.samples_s.is_empty())
+            .map(|m| (m.a, m.b, m.rtt_s() / 2.0))
+            .collect();
+        self.longest_once = readings.iter().fold(self.longest_once, |x, r| x.max(2.0 * r.2));
+        Ok(readings)
     }
 
     /// Start a builder's tree from the first two of its pending hosts (measured already), or

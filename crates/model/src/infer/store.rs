@@ -118,6 +118,9 @@ impl Store {
     }
 
     pub fn add(&mut self, m: PairMeasurement) {
+        if m.samples_s.is_empty() {
+            return; // given up before a round trip came back (`PingSpec::first_give_up_s`)
+        }
         let k = key(m.a, m.b);
         let t = self.times.entry(k).or_default();
         *t = t.saturating_add(1);

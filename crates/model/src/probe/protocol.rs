@@ -21,8 +21,9 @@
 //! retransmission timeout, 200 ms on Linux TCP; a heavy-tailed jitter's spike) held every other
 //! pair's next round back for all of its duration: 57-236 ms in generated far-apart families
 //! whose whole inference takes 0.1 s. What the pair measured before is kept, and the wait is
-//! counted ([`PairMeasurement::waited_s`]). A pair's first round trip is never given up: there
-//! is nothing yet to judge it by.
+//! counted ([`PairMeasurement::waited_s`]). A pair's first round trip (and the untimed opening
+//! one before it) is given up only after [`PingSpec::first_give_up_s`], infinite by default:
+//! there is nothing yet to judge it by. A measurement given up there has no sample.
 //!
 //! Every sample is kept: the estimate module fits latency distributions to them.
 
@@ -51,6 +52,12 @@ pub struct PingSpec {
     /// (default [`GIVE_UP_RATIO`]; tests lower it to make give-ups happen on a quiet network).
     #[serde(default = "default_give_up_ratio")]
     pub give_up_ratio: f64,
+    /// The opening round trip and the first timed one are given up once they have taken this
+    /// long (seconds), and the measurement ends without a sample. Infinite (the default):
+    /// never, there is nothing yet to judge them by. Inference sets it for its one-sample
+    /// rounds only, from the longest round trip they have read (see `infer::driver`).
+    #[serde(default = "default_first_give_up_s")]
+    pub first_give_up_s: f64,
 }
 
 /// Default [`PingSpec::give_up_s`]: 10 ms, beyond the scheduling stalls of an oversubscribed
@@ -73,6 +80,10 @@ fn default_give_up_ratio() -> f64 {
     GIVE_UP_RATIO
 }
 
+fn default_first_give_up_s() -> f64 {
+    f64::INFINITY
+}
+
 impl Default for PingSpec {
     fn default() -> Self {
         PingSpec {
@@ -83,6 +94,7 @@ impl Default for PingSpec {
             far_s: f64::INFINITY,
             give_up_s: GIVE_UP_S,
             give_up_ratio: GIVE_UP_RATIO,
+            first_give_up_s: f64::INFINITY,
         }
     }
 }
@@ -100,7 +112,7 @@ impl PingSpec {
         if best.is_finite() {
             self.give_up_s.max(self.give_up_ratio * best)
         } else {
-            f64::INFINITY
+            self.first_give_up_s
         }
     }
 }
@@ -381,6 +393,18 @@ mod tests {
         };
         let m = run(&[20e-6, 236e-3], &never);
         assert_eq!((m.set_len.len(), m.waited_s), (3, 0.0));
+        // With a limit for the first round trip, one beyond it ends the measurement empty.
+        let first = PingSpec {
+            first_give_up_s: 20e-3,
+            sets: 1,
+            max_round_trips: 1,
+            ..PingSpec::default()
+        };
+        let m = ping_pair::<()>(0, 1, &first, |give_up| Ok(0.68f64.min(give_up))).unwrap();
+        assert!(m.samples_s.is_empty() && m.set_len.is_empty());
+        assert_eq!((m.waited_s, m.duration_s()), (20e-3, 20e-3));
+        let m = ping_pair::<()>(0, 1, &first, |give_up| Ok(4.6e-3f64.min(give_up))).unwrap();
+        assert_eq!((m.samples_s.clone(), m.waited_s), (vec![4.6e-3], 0.0));
     }
 
     #[test]

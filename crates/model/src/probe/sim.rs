@@ -164,6 +164,17 @@ impl SimProber {
         let stall = self.draw_stall();
         let lat = (self.route(a, b).0, self.route(b, a).0);
         let opening = self.round_trip(a, b, lat, stall);
+        if opening >= spec.first_give_up_s {
+            // Given up: the measurement ends without a sample (see `protocol`).
+            let m = PairMeasurement {
+                a,
+                b,
+                samples_s: Vec::new(),
+                set_len: Vec::new(),
+                waited_s: spec.first_give_up_s,
+            };
+            return (m, spec.first_give_up_s);
+        }
         // A round trip given up is waited for until then only (see `protocol`).
         let m = ping_pair::<std::convert::Infallible>(a, b, spec, |give_up| {
             Ok(self.round_trip(a, b, lat, stall).min(give_up))
@@ -573,6 +584,20 @@ mod tests {
         let mut p = SimProber::new(&t, noise, 7).unwrap();
         let m = p.ping_round(&[(0, 1)], &PingSpec::default()).unwrap();
         assert!(m[0].rtt_s() > 12e-3 && m[0].rtt_s() < 16.1e-3, "{}", m[0].rtt_s());
+        // A stalled opening round trip given up (`first_give_up_s`): no sample, and the
+        // window lasts until the give-up only.
+        let once = PingSpec {
+            sets: 1,
+            max_round_trips: 1,
+            first_give_up_s: 5e-3,
+            ..PingSpec::default()
+        };
+        let before = p.stats().time_s();
+        let m = p.ping_round(&[(0, 1)], &once).unwrap();
+        assert!(m[0].samples_s.is_empty(), "{:?}", m[0]);
+        assert_eq!(m[0].waited_s, 5e-3);
+        let spent = p.stats().time_s() - before;
+        assert!((5e-3..6e-3).contains(&spent), "{spent}");
     }
 
     #[test]
