@@ -699,6 +699,17 @@ fn a_spike_in_a_one_sample_round_does_not_hold_it_back() {
 }
 
 #[test]
+fn a_spike_in_a_first_round_trip_does_not_hold_its_round_back() {
+    // 2 clusters of 128 hosts, Lomax jitter, trial 1538 of `bench_infer`: pair 188 - 147 of an
+    // insertion round drew a spike in its first round trip (the opening one or the first
+    // timed one, neither ever given up), and the round waited: 0.25 s of probing. Given up at
+    // 10 ms and measured again when its host asked: 0.11 s.
+    let r = exact_family_trial((2, 256, 1.25e-3, 1.25e-3), 1538);
+    assert!(r.stats.given_up >= 1, "nothing given up");
+    assert_probe_time_below(&r, 0.15);
+}
+
+#[test]
 fn a_gap_once_found_is_not_lost_to_later_spikes() {
     // 5 clusters of 32 hosts, 0.05-0.2 ms apart, Lomax jitter, trial 1489 of `bench_infer`:
     // the chain rounds showed the gap between near and far round trips, but 8 spikes (71-137

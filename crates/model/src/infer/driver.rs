@@ -102,30 +102,29 @@ pub(crate) struct Run<'p> {
     drops: Vec<u32>,
     /// Pairs whose measurement was cut short once and not stored (see [`cut_short`]).
     cut_once: HashSet<(usize, usize)>,
-    /// The longest round trip a one-sample reading has shown so far (seconds; 0 before any),
-    /// which sets when the next one-sample round gives a round trip up ([`ONCE_GIVE_UP_RATIO`]).
-    longest_once: f64,
+    /// The longest round trip any reading has shown so far (seconds; 0 before any), which
+    /// sets when the next round gives a pair's first round trip up ([`first_give_up`]).
+    longest: f64,
+    /// Pairs whose first round trip was given up: a round that measures one of them again
+    /// waits for its first round trip, so that every pair is measured in the end.
+    first_waited: HashSet<(usize, usize)>,
     pub counters: Counters,
 }
 
-/// A one-sample round (far-apart detection, the graft's readings) gives a round trip up once
-/// it has taken this many times the longest round trip such rounds have read so far, and at
-/// least [`GIVE_UP_S_ONCE`]; the first such round never does.
+/// A round gives a pair's first round trip (and the untimed opening one) up once it has taken
+/// this many times the longest round trip read so far, and at least `PingSpec::give_up_s`; the
+/// first round never does, and a pair given up there is waited for the next time.
 ///
-/// Why: the one round trip of a one-sample reading is its pair's first, which the protocol
-/// never gives up by itself (nothing to judge it by), and a round lasts as long as its slowest
-/// pair. Under heavy-tailed jitter a spike of 0.42-0.68 s held a whole round back (8 x 64 and
-/// 6 x 96 hosts, Lomax jitter, trials 2261 and 2427 of `bench_infer`: 0.50 and 0.76 s of
-/// probing). A reading given up is a reading lost: detection and the graft already go on
-/// without one (another round measures other pairs), so a far path read too slowly costs speed
-/// only. Why 4: between parts joined through a core, no path is longer than twice the longest
-/// uplink, and a round trip across it is at least one uplink; 4 leaves a factor of 2 for paths
-/// the rounds so far did not cross.
-const ONCE_GIVE_UP_RATIO: f64 = 4.0;
-
-/// The least a one-sample round waits for a round trip (seconds): the fine protocol's
-/// [`crate::probe::GIVE_UP_S`], beyond the scheduling stalls of an oversubscribed host.
-const GIVE_UP_S_ONCE: f64 = crate::probe::GIVE_UP_S;
+/// Why: the protocol never gives a first round trip up by itself (nothing to judge it by), and
+/// a round lasts as long as its slowest pair. Under heavy-tailed jitter one spike held a whole
+/// round back: in a one-sample round of far-apart detection (6 x 96 and 8 x 64 hosts, Lomax
+/// jitter, trials 2427 and 2261 of `bench_infer`: spikes of 0.68 and 0.42 s, 0.76 and 0.50 s of
+/// probing), and in the opening round trip of an insertion round (2 x 256, trial 1538: 0.25 s).
+/// A reading given up is a reading lost: detection and the graft go on without it, a search
+/// asks for the pair again; it costs speed only. Why 4: between parts joined through a core,
+/// no path is longer than twice the longest uplink, and a round trip across it is at least
+/// one uplink; 4 leaves a factor of 2 for paths the rounds so far did not cross.
+const FIRST_GIVE_UP_RATIO: f64 = 4.0;
 
 /// Was `m` given up (`PingSpec::give_up_s`) before it had the fewest round trips any set may
 /// have ([`super::budget::MIN_SET`], or the whole protocol's when that allows fewer)? Such a
@@ -183,7 +182,8 @@ impl<'p> Run<'p> {
             unserved: vec![0; n],
             drops: vec![0; n],
             cut_once: HashSet::new(),
-            longest_once: 0.0,
+            longest: 0.0,
+            first_waited: HashSet::new(),
             counters: Counters::default(),
         }
     }
@@ -226,7 +226,15 @@ impl<'p> Run<'p> {
         if pairs.is_empty() {
             return Ok(Vec::new());
         }
-        let spec = PingSpec { far_s, ..self.spec };
+        let waited = pairs
+            .iter()
+            .any(|&(a, b)| self.first_waited.contains(&(a.min(b), a.max(b))));
+        let first_give_up_s = if waited { f64::INFINITY } else { self.first_give_up() };
+        let spec = PingSpec {
+            far_s,
+            first_give_up_s,
+            ..self.spec
+        };
         let ms = self.prober.ping_round(pairs, &spec)?;
         self.counters.given_up += ms.iter().filter(|m| m.waited_s > 0.0).count() as u64;
         if log::log_enabled!(log::Level::Trace) {
@@ -243,10 +251,19 @@ impl<'p> Run<'p> {
         let mut coarse = Vec::new();
         for m in ms {
             if m.samples_s.is_empty() {
-                continue; // given up before its first round trip came back: nothing to store
+                // Given up before its first round trip came back: nothing to store; a search
+                // that still needs the pair asks again, and waits for it then.
+                log::debug!(
+                    "{} - {}: first round trip not back within {:.1} ms; measured again when asked",
+                    m.a,
+                    m.b,
+                    first_give_up_s * 1e3
+                );
+                self.first_waited.insert((m.a.min(m.b), m.a.max(m.b)));
+                continue;
             }
+            self.longest = self.longest.max(m.rtt_s());
             if spec.ended_far(&m) {
-                self.longest_once = self.longest_once.max(m.rtt_s());
                 coarse.push((m.a, m.b, m.rtt_s() / 2.0));
             } else if cut_short(&m, &spec) && self.cut_once.insert((m.a.min(m.b), m.a.max(m.b))) {
                 log::debug!(
@@ -269,11 +286,7 @@ impl<'p> Run<'p> {
         if pairs.is_empty() {
             return Ok(Vec::new());
         }
-        let first_give_up_s = if self.longest_once > 0.0 {
-            GIVE_UP_S_ONCE.max(ONCE_GIVE_UP_RATIO * self.longest_once)
-        } else {
-            f64::INFINITY
-        };
+        let first_give_up_s = self.first_give_up();
         let spec = PingSpec {
             sets: 1,
             max_round_trips: 1,
@@ -295,8 +308,20 @@ impl<'p> Run<'p> {
             .filter(|m| !m.samples_s.is_empty())
             .map(|m| (m.a, m.b, m.rtt_s() / 2.0))
             .collect();
-        self.longest_once = readings.iter().fold(self.longest_once, |x, r| x.max(2.0 * r.2));
+        self.longest = readings.iter().fold(self.longest, |x, r| x.max(2.0 * r.2));
         Ok(readings)
+    }
+
+    /// How long a round waits for a pair's first round trip (and the opening one before it):
+    /// [`FIRST_GIVE_UP_RATIO`] times the longest round trip read so far, and at least as long as
+    /// the protocol waits for any later one (`PingSpec::give_up_s`, 10 ms by default; infinite,
+    /// never); no limit before anything was read.
+    fn first_give_up(&self) -> f64 {
+        if self.longest > 0.0 {
+            self.spec.give_up_s.max(FIRST_GIVE_UP_RATIO * self.longest)
+        } else {
+            f64::INFINITY
+        }
     }
 
     /// Start a builder's tree from the first two of its pending hosts (measured already), or

@@ -54,8 +54,8 @@ pub struct PingSpec {
     pub give_up_ratio: f64,
     /// The opening round trip and the first timed one are given up once they have taken this
     /// long (seconds), and the measurement ends without a sample. Infinite (the default):
-    /// never, there is nothing yet to judge them by. Inference sets it for its one-sample
-    /// rounds only, from the longest round trip they have read (see `infer::driver`).
+    /// never, there is nothing yet to judge them by. Inference sets it for every round after
+    /// its first, from the longest round trip read so far (see `infer::driver`).
     #[serde(default = "default_first_give_up_s")]
     pub first_give_up_s: f64,
 }
