@@ -721,18 +721,6 @@ fn a_gap_once_found_is_not_lost_to_later_spikes() {
     assert_probe_time_below(&r, 0.1);
 }
 
-#[test]
-fn a_new_leaf_switch_in_a_skeleton_is_searched_by_its_block_mates_together() {
-    // 2 clusters of 128 hosts, 2.5 ms apart, normal jitter, trial 861 of `bench_infer`: the
-    // skeleton that absorbs a part's blocks is a star of 16 leaf switches, and the first host
-    // of each leaf switch new to it ruled out the branches one per round while its mates
-    // waited: the last 14 of 32 rounds held 1-8 pairs, 0.157 s of probing. The block's tree
-    // names the mates (one of them read 0.65 us off two access links, outside the margin of a
-    // mate found by measurement), and each rules out another branch: 0.114 s.
-    let r = family_trial((2, 256, 1.25e-3, 1.25e-3), 861, "normal:sd_us=2");
-    assert_probe_time_below(&r, 0.13);
-}
-
 /// `r`'s virtual probe time is below `limit` seconds.
 fn assert_probe_time_below(r: &treecast::infer::Inferred, limit: f64) {
     let t = r.stats.probe.time_s();

@@ -439,7 +439,6 @@ impl<'p> Run<'p> {
         loop {
             if feeding {
                 feed_all(builders);
-                self.note_block_mates(builders, feed);
             }
             let trees: Vec<&WorkTree> = builders.iter().map(|b| &b.tree).collect();
             let p = LocateParams {
@@ -459,7 +458,6 @@ impl<'p> Run<'p> {
                 }
             }
             if builders.iter().all(Builder::done) && !(feeding && feed_all(builders) > 0) {
-                self.store.clear_block_mates();
                 return Ok(());
             }
             if wants.is_empty() {
@@ -499,29 +497,6 @@ impl<'p> Run<'p> {
                 self.measure_fully(&pairs)?;
             } else {
                 self.measure(&pairs)?;
-            }
-        }
-    }
-
-    /// Tell the store which hosts fed to a skeleton share a switch in their block's tree (see
-    /// [`Store::set_block_mates`]), for those not in the skeleton yet.
-    fn note_block_mates(&mut self, builders: &[Builder], feed: &[Option<usize>]) {
-        for (j, target) in feed.iter().enumerate() {
-            let Some(s) = *target else { continue };
-            let (block, main) = (&builders[j].tree, &builders[s].tree);
-            for &h in &builders[j].committed {
-                if main.vertex_of(h).is_some() {
-                    continue;
-                }
-                let Some(sw) = block.host_parent(h) else { continue };
-                let mates: Vec<(usize, f64)> = block
-                    .children(sw)
-                    .iter()
-                    .filter_map(|&c| block.host_of(c))
-                    .filter(|&m| m != h)
-                    .map(|m| (m, block.leaf_len(m) - block.leaf_len(h)))
-                    .collect();
-                self.store.set_block_mates(h, mates);
             }
         }
     }
@@ -696,8 +671,7 @@ impl<'p> Run<'p> {
         let mut mates: HashMap<usize, Vec<usize>> = HashMap::new();
         for &(h, w) in &wants {
             if matches!(w, Want::Branch(..)) {
-                let m = locate::leaf_mates(&b.tree, &self.store, h, p);
-                mates.insert(h, m.into_iter().map(|m| m.host).collect());
+                mates.insert(h, locate::leaf_mates(&b.tree, &self.store, h, p));
             }
         }
         let key = |h: usize, v: usize| (v, mates[&h].iter().copied().chain([h]).min().expect("h itself"));

@@ -314,50 +314,19 @@ fn explored_at(
     explored
 }
 
-/// A host that shares a searching host's switch and is not in the tree yet (see [`leaf_mates`]).
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub(crate) struct Mate {
-    pub host: usize,
-    /// The mate's length from any switch above their common one, minus the searching host's
-    /// (known from a block's tree; 0 when only a measurement between them shows them mates).
-    pub shift: f64,
-    /// How far that shift may be off: what the pair's distance differs from two access links
-    /// when a measurement shows them mates, 0 when a block's tree does.
-    pub slack: f64,
-}
-
 /// Hosts that share `h`'s switch, not in the tree yet: measured from `h` at two plain access
-/// links (their common switch is all that separates them), or under `h`'s switch in the tree
-/// of the block `h` comes from ([`Store::block_mates`]). Empty while the access length is
+/// links (their common switch is all that separates them). Empty while the access length is
 /// unknown or the search is exhaustive.
-pub(crate) fn leaf_mates(t: &WorkTree, s: &Store, h: usize, p: &LocateParams) -> Vec<Mate> {
+pub(crate) fn leaf_mates(t: &WorkTree, s: &Store, h: usize, p: &LocateParams) -> Vec<usize> {
     let Some(a0) = p.access.filter(|_| !p.exhaustive) else {
         return Vec::new();
     };
-    let mut out: Vec<Mate> = s
-        .partners(h)
+    s.partners(h)
         .iter()
         .copied()
         .filter(|&m| t.vertex_of(m).is_none() && !s.is_bad(h, m))
-        .filter_map(|m| {
-            let off = s.get(h, m)?.d - 2.0 * a0;
-            (off.abs() <= p.flag_delta).then_some(Mate {
-                host: m,
-                shift: 0.0,
-                slack: off.abs(),
-            })
-        })
-        .collect();
-    for &(m, shift) in s.block_mates(h) {
-        if t.vertex_of(m).is_none() && !s.is_bad(h, m) && !out.iter().any(|x| x.host == m) {
-            out.push(Mate {
-                host: m,
-                shift,
-                slack: 0.0,
-            });
-        }
-    }
-    out
+        .filter(|&m| s.get(h, m).is_some_and(|o| (o.d - 2.0 * a0).abs() <= p.flag_delta))
+        .collect()
 }
 
 /// Branches at `v` that `h`'s leaf-mates (see [`leaf_mates`]) measured and found `h`'s
@@ -370,19 +339,22 @@ pub(crate) fn leaf_mates(t: &WorkTree, s: &Store, h: usize, p: &LocateParams) ->
 /// mates, whose search would end beside it, waited. Each mate measuring another branch rules
 /// them out several per round.
 fn excluded_by_mates(t: &WorkTree, s: &Store, h: usize, v: usize, leaf: f64, p: &LocateParams) -> Vec<usize> {
+    let Some(a0) = p.access else {
+        return Vec::new();
+    };
     let mut out = Vec::new();
-    for Mate { host: m, shift, slack } in leaf_mates(t, s, h, p) {
-        // The snapping tolerance, plus how far the mate's own length from `v` may differ from
-        // `h`'s beyond the known shift (see [`Mate`]). Wider margins (two long-leaf margins)
-        // ruled out the right branch where leaf switches hang 2.5 us below `v`: a mate there
-        // reads 5 us short of the long way round.
-        let tol = p.tol_floor + slack;
+    for m in leaf_mates(t, s, h, p) {
+        // The snapping tolerance, plus how far this pair's distance is from two access links
+        // (the mate's own length from `v` differs from `h`'s by up to that). Wider margins
+        // (two long-leaf margins) ruled out the right branch where leaf switches hang 2.5 us
+        // below `v`: a mate there reads 5 us short of the long way round.
+        let tol = p.tol_floor + (s.get(h, m).map_or(0.0, |o| o.d) - 2.0 * a0).abs();
         for &y in s.partners(m) {
             let Some(vy) = t.vertex_of(y).filter(|&vy| vy != v && !s.is_bad(m, y)) else {
                 continue;
             };
             let d = s.get(m, y).expect("a partner is measured").d;
-            if d >= leaf + shift + t.dist(v, vy) - tol {
+            if d >= leaf + t.dist(v, vy) - tol {
                 out.push(t.toward(v, vy));
             }
         }
@@ -791,10 +763,7 @@ mod tests {
             let mut s = Store::new(8);
             meas(&mut s, 4, 5, 2.0);
             meas(&mut s, 5, 2, d52);
-            assert_eq!(
-                leaf_mates(&t, &s, 4, &p).iter().map(|m| m.host).collect::<Vec<_>>(),
-                vec![5]
-            );
+            assert_eq!(leaf_mates(&t, &s, 4, &p), vec![5]);
             assert_eq!(
                 excluded_by_mates(&t, &s, 4, x, 3.0, &p).contains(&towards_y),
                 out,
@@ -806,30 +775,6 @@ mod tests {
         let mut s = Store::new(8);
         meas(&mut s, 4, 6, 4.0);
         assert!(leaf_mates(&t, &s, 4, &p).is_empty());
-
-        // A block's mate: host 5's access link is 0.5 shorter than 4's and their pair reads
-        // 2.6 (off two access links by more than the margin), so no mate by measurement. The
-        // block tree they come from puts them under one switch, 5 at -0.5: reading host 2 at
-        // 3 - 0.5 + 5 = 7.5 rules Y's branch out, which without the shift (8 - tolerance) it
-        // would not; a reading inside Y's branch (4) still rules nothing out.
-        for (d52, out) in [(7.5, true), (4.0, false)] {
-            let mut s = Store::new(8);
-            meas(&mut s, 4, 5, 2.6);
-            meas(&mut s, 5, 2, d52);
-            assert!(leaf_mates(&t, &s, 4, &p).is_empty());
-            assert!(!excluded_by_mates(&t, &s, 4, x, 3.0, &p).contains(&towards_y));
-            s.set_block_mates(4, vec![(5, -0.5)]);
-            let mates = leaf_mates(&t, &s, 4, &p);
-            assert_eq!(mates.len(), 1);
-            assert_eq!((mates[0].host, mates[0].shift, mates[0].slack), (5, -0.5, 0.0));
-            assert_eq!(
-                excluded_by_mates(&t, &s, 4, x, 3.0, &p).contains(&towards_y),
-                out,
-                "d(5, 2) = {d52}"
-            );
-            s.clear_block_mates();
-            assert!(leaf_mates(&t, &s, 4, &p).is_empty());
-        }
     }
 
     /// `d` one-way, with set minima spread so that the pair's interval `u` is `u`.

@@ -60,9 +60,6 @@ pub(crate) struct Store {
     stat: Statistic,
     /// Indices into `raw` of each pair's measurements (fine ones only).
     by_pair: FastMap<(usize, usize), Vec<usize>>,
-    /// Leaf-mates a block's tree already shows, while the hosts are absorbed by a skeleton
-    /// (see [`Store::set_block_mates`]).
-    block_mates: FastMap<usize, Vec<(usize, f64)>>,
 }
 
 /// The median of `v` (the upper one of an even count; NaN when empty). Reorders `v`.
@@ -227,24 +224,6 @@ impl Store {
     /// How many times the pair was measured.
     pub fn times(&self, a: usize, b: usize) -> u8 {
         self.times.get(&key(a, b)).copied().unwrap_or(0)
-    }
-    /// Record that host `h`'s block tree puts `mates` under `h`'s own switch, each with its
-    /// access length minus `h`'s. Why: a skeleton absorbing a block places each of the block's
-    /// hosts again, and the first host of a leaf switch new to the skeleton must rule out
-    /// every branch of a star, one per round, while its mates wait (2 x 256 hosts under normal
-    /// jitter: 14 rounds of 1-8 pairs at the end of a part). Leaf-mates found from one
-    /// measurement need it within the long-leaf margin of two access links, which a host with
-    /// a longer access link misses; the block's tree knows them from all it measured.
-    pub fn set_block_mates(&mut self, h: usize, mates: Vec<(usize, f64)>) {
-        self.block_mates.insert(h, mates);
-    }
-    /// The leaf-mates of `h` in its block's tree, each with its access length minus `h`'s.
-    pub fn block_mates(&self, h: usize) -> &[(usize, f64)] {
-        self.block_mates.get(&h).map_or(&[], Vec::as_slice)
-    }
-    /// Forget the block trees' leaf-mates (the skeleton holds every block's hosts).
-    pub fn clear_block_mates(&mut self) {
-        self.block_mates.clear();
     }
     /// Mark a pair's measurement as unusable (inconsistent even after re-measuring).
     pub fn mark_bad(&mut self, a: usize, b: usize) {
