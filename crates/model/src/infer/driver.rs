@@ -119,7 +119,8 @@ pub(crate) struct Run<'p> {
 /// a round lasts as long as its slowest pair. Under heavy-tailed jitter one spike held a whole
 /// round back: in a one-sample round of far-apart detection (6 x 96 and 8 x 64 hosts, Lomax
 /// jitter, trials 2427 and 2261 of `bench_infer`: spikes of 0.68 and 0.42 s, 0.76 and 0.50 s of
-/// probing), and in the opening round trip of an insertion round (2 x 256, trial 1538: 0.25 s).
+/// probing), and in a pair's first round trip in an insertion round (2 x 256, trial 1538:
+/// 0.25 s).
 /// A reading given up is a reading lost: detection and the graft go on without it, a search
 /// asks for the pair again; it costs speed only. Why 4: between parts joined through a core,
 /// no path is longer than twice the longest uplink, and a round trip across it is at least
@@ -342,8 +343,9 @@ impl<'p> Run<'p> {
     /// Seed a builder (paper mode): measure its first pair if needed.
     pub fn seed_paper(&mut self, b: &mut Builder) -> Result<(), InferError> {
         if let (Some(a), Some(c)) = (b.pending.front().copied(), b.pending.get(1).copied()) {
-            // Twice at most: a measurement cut short is stored the second time.
-            for _ in 0..2 {
+            // Three times at most: a first round trip given up is waited for the next time,
+            // and a measurement cut short is stored the second time.
+            for _ in 0..3 {
                 if self.store.get(a, c).is_none() {
                     self.measure(&[(a, c)])?;
                 }
