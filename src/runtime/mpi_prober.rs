@@ -698,7 +698,13 @@ fn decode_measurement(blob: &[u8], a: usize, b: usize) -> std::result::Result<Pa
             m.a, m.b
         )));
     }
-    if m.samples_s.is_empty() || m.samples_s.iter().any(|s| !s.is_finite() || *s < 0.0) {
+    // No sample is an answer only when the first round trip was given up (`first_give_up_s`):
+    // then the wait is what the measurement took.
+    let given_up = m.waited_s.is_finite() && m.waited_s > 0.0;
+    if !(m.waited_s.is_finite() && m.waited_s >= 0.0)
+        || (m.samples_s.is_empty() && !given_up)
+        || m.samples_s.iter().any(|s| !s.is_finite() || *s < 0.0)
+    {
         return Err(ProbeError::Transport(format!(
             "host {a} measured no RTT, or a negative or non-finite one, to host {b}"
         )));
@@ -976,5 +982,42 @@ mod tests {
             Some(2)
         );
         assert_eq!(distinct_kernels(&[k(7, 16), k(7, 16), k(8, 4)]), 2);
+    }
+
+    #[test]
+    fn a_measurement_without_samples_is_garbage_unless_given_up() {
+        let blob = |samples: Vec<f64>, waited_s: f64| {
+            let m = PairMeasurement {
+                a: 1,
+                b: 7,
+                set_len: if samples.is_empty() {
+                    vec![]
+                } else {
+                    vec![samples.len() as u32]
+                },
+                samples_s: samples,
+                waited_s,
+            };
+            postcard::to_stdvec(&m).unwrap()
+        };
+        assert!(decode_measurement(&blob(vec![30e-6], 0.0), 1, 7).is_ok());
+        // Its first round trip given up (`PingSpec::first_give_up_s`): an answer.
+        let m = decode_measurement(&blob(vec![], 10e-3), 1, 7).unwrap();
+        assert!(m.samples_s.is_empty());
+        for (samples, waited) in [
+            (vec![], 0.0),
+            (vec![], f64::NAN),
+            (vec![-1e-6], 0.0),
+            (vec![30e-6], -1.0),
+        ] {
+            let e = decode_measurement(&blob(samples.clone(), waited), 1, 7)
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains("host 1 measured no RTT"), "{samples:?} {waited}: {e}");
+        }
+        assert!(
+            decode_measurement(&blob(vec![30e-6], 0.0), 2, 7).is_err(),
+            "another pair's answer"
+        );
     }
 }
