@@ -658,9 +658,7 @@ fn a_stalled_round_trip_does_not_hold_its_round_back() {
     // Rounds change with every change of the search, and with them which trial draws such a
     // spike in a timed round trip; trial 785 does now: 0.276 s of probing without the
     // give-up, 0.102 s with it.
-    let r = exact_family_trial((2, 256, 1.25e-3, 1.25e-3), 785);
-    assert!(r.stats.given_up >= 1, "nothing given up");
-    assert_probe_time_below(&r, 0.15);
+    let r = exact_trial_with_give_ups((2, 256, 1.25e-3, 1.25e-3), 785);
     let ping = PingSpec {
         give_up_s: f64::INFINITY,
         ..InferOptions::default().ping
@@ -681,9 +679,7 @@ fn a_measurement_cut_short_by_a_stall_is_taken_again() {
     // that one round trip was the pair's whole measurement. Its host was placed with a leaf
     // 4 us long, its leaf switch split into three, the graft refused the parts and one tree
     // was inferred over all 256 hosts: 2.1 s, still wrong. Measured again, it is 0.1 s, exact.
-    let r = exact_family_trial((8, 256, 0.05e-3, 1.25e-3), 1350);
-    assert!(r.stats.given_up >= 1, "nothing given up");
-    assert_probe_time_below(&r, 0.15);
+    exact_trial_with_give_ups((8, 256, 0.05e-3, 1.25e-3), 1350);
 }
 
 #[test]
@@ -693,9 +689,7 @@ fn a_spike_in_a_one_sample_round_does_not_hold_it_back() {
     // never gave up) one round trip took 0.68 s, and the round waited: 0.76 s of probing.
     // One-sample rounds now give a round trip up at 4 x the longest they have read (4.6 ms
     // here): 0.10 s, the partition exact.
-    let r = exact_family_trial((6, 96, 0.05e-3, 1.25e-3), 2427);
-    assert!(r.stats.given_up >= 1, "nothing given up");
-    assert_probe_time_below(&r, 0.15);
+    exact_trial_with_give_ups((6, 96, 0.05e-3, 1.25e-3), 2427);
 }
 
 #[test]
@@ -704,9 +698,7 @@ fn a_spike_in_a_first_round_trip_does_not_hold_its_round_back() {
     // insertion round drew a spike in its first round trip (the opening one or the first
     // timed one, neither ever given up), and the round waited: 0.25 s of probing. Given up at
     // 10 ms and measured again when its host asked: 0.11 s.
-    let r = exact_family_trial((2, 256, 1.25e-3, 1.25e-3), 1538);
-    assert!(r.stats.given_up >= 1, "nothing given up");
-    assert_probe_time_below(&r, 0.15);
+    exact_trial_with_give_ups((2, 256, 1.25e-3, 1.25e-3), 1538);
 }
 
 #[test]
@@ -721,6 +713,15 @@ fn a_gap_once_found_is_not_lost_to_later_spikes() {
     assert_probe_time_below(&r, 0.1);
 }
 
+/// [`exact_family_trial`] of a trial traced to a stalled round trip: something was given up,
+/// and probing took under 0.15 s.
+fn exact_trial_with_give_ups(shape: (usize, usize, f64, f64), seed: u64) -> treecast::infer::Inferred {
+    let r = exact_family_trial(shape, seed);
+    assert!(r.stats.given_up >= 1, "nothing given up");
+    assert_probe_time_below(&r, 0.15);
+    r
+}
+
 /// `r`'s virtual probe time is below `limit` seconds.
 fn assert_probe_time_below(r: &treecast::infer::Inferred, limit: f64) {
     let t = r.stats.probe.time_s();
@@ -731,15 +732,10 @@ fn assert_probe_time_below(r: &treecast::infer::Inferred, limit: f64) {
 /// one-way uplink latency; leaves of 8 hosts) under Lomax jitter, with that benchmark's seeds,
 /// asserted exact (leaf-switch partition): for trials traced there.
 fn exact_family_trial(shape: (usize, usize, f64, f64), seed: u64) -> treecast::infer::Inferred {
-    family_trial(shape, seed, "lomax:scale_us=2,alpha=1.5")
+    family_trial_with(shape, seed, "lomax:scale_us=2,alpha=1.5", InferOptions::default().ping)
 }
 
-/// [`exact_family_trial`] under the jitter `noise`.
-fn family_trial(shape: (usize, usize, f64, f64), seed: u64, noise: &str) -> treecast::infer::Inferred {
-    family_trial_with(shape, seed, noise, InferOptions::default().ping)
-}
-
-/// [`family_trial`] with the ping protocol `ping`.
+/// [`exact_family_trial`] under the jitter `noise` and the ping protocol `ping`.
 fn family_trial_with(
     shape: (usize, usize, f64, f64),
     seed: u64,

@@ -42,7 +42,7 @@ use crate::exec::raw;
 use crate::host::{kernel_info, KernelInfo};
 use crate::infer::{self, InferOptions};
 use crate::probe::{
-    check_round, ping_pair, PairMeasurement, PingSpec, ProbeError, ProbeLedger, ProbeStats, Prober, SetSchedule,
+    check_round, ping_pair_opened, PairMeasurement, PingSpec, ProbeError, ProbeLedger, ProbeStats, Prober, SetSchedule,
 };
 use crate::topology::Topology;
 use mpi::ffi::{MPI_Comm, MPI_Request};
@@ -331,22 +331,10 @@ fn run_round(comm: MPI_Comm, me: u32, round: &Round) -> Result<Vec<u8>> {
                 return Ok(Vec::new());
             }
             let mut buf = vec![0u8; bytes];
-            // Untimed: the first message of a pair may open its connection. Given up only
-            // after `first_give_up_s` (one-sample rounds), and then without a sample.
-            let opening = round_trip(comm, b as c_int, &mut buf, spec.first_give_up_s)?;
-            let m = if opening >= spec.first_give_up_s {
-                PairMeasurement {
-                    a: a as usize,
-                    b: b as usize,
-                    samples_s: Vec::new(),
-                    set_len: Vec::new(),
-                    waited_s: opening,
-                }
-            } else {
-                ping_pair(a as usize, b as usize, spec, |give_up| {
-                    round_trip(comm, b as c_int, &mut buf, give_up)
-                })?
-            };
+            // The untimed opening round trip, then the protocol (`ping_pair_opened`).
+            let (m, _) = ping_pair_opened(a as usize, b as usize, spec, |give_up| {
+                round_trip(comm, b as c_int, &mut buf, give_up)
+            })?;
             send(comm, b as c_int, &buf, 0, TAG_STOP)?;
             postcard::to_stdvec(&m).map_err(other)
         }

@@ -30,7 +30,7 @@ pub use dump::{DumpError, DumpFault, ProbeDump, ReplayProber, DUMP_VERSION};
 pub use ledger::{ProbeLedger, ProbeStats};
 pub use matrix::MatrixProber;
 pub use noise::{LoadedHost, NoiseFault, NoiseModel, NoiseSpec, NoiseSpecError, Outliers};
-pub use protocol::{ping_pair, PairMeasurement, PingSpec, GIVE_UP_RATIO, GIVE_UP_S};
+pub use protocol::{ping_pair, ping_pair_opened, PairMeasurement, PingSpec, GIVE_UP_RATIO, GIVE_UP_S};
 pub use rounds::{check_round, matching_rounds, round_robin_rounds};
 pub use sim::{bandwidth_shares, host_vertices, SimProber};
 

@@ -221,6 +221,32 @@ impl PairMeasurement {
     }
 }
 
+/// The untimed opening round trip of pair `(a, b)` (the first message of a pair may open its
+/// connection), then the protocol ([`ping_pair`]) with the same `round_trip`. Returns the
+/// measurement and how long the opening took. An opening not back within
+/// [`PingSpec::first_give_up_s`] is given up: the measurement has no sample and waited that
+/// long, and the opening counts for nothing beyond it. Every prober with an opening (the
+/// simulated one and the MPI one) runs this, so the rule is written once.
+pub fn ping_pair_opened<E>(
+    a: usize,
+    b: usize,
+    spec: &PingSpec,
+    mut round_trip: impl FnMut(f64) -> Result<f64, E>,
+) -> Result<(PairMeasurement, f64), E> {
+    let opening = round_trip(spec.first_give_up_s)?;
+    if opening >= spec.first_give_up_s {
+        let m = PairMeasurement {
+            a,
+            b,
+            samples_s: Vec::new(),
+            set_len: Vec::new(),
+            waited_s: opening,
+        };
+        return Ok((m, 0.0));
+    }
+    Ok((ping_pair(a, b, spec, &mut round_trip)?, opening))
+}
+
 /// Run the protocol for pair `(a, b)`: `round_trip(give_up)` performs one ping-pong and
 /// returns its duration in seconds, or stops waiting once `give_up` seconds have passed and
 /// returns that long (the MPI prober times a send/receive of `spec.message_bytes`; the

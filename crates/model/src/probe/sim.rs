@@ -23,7 +23,7 @@
 
 use super::noise::{NoiseModel, NoiseSpec, Outliers};
 use super::{
-    check_round, ping_pair, PairMeasurement, PingSpec, ProbeError, ProbeLedger, ProbeStats, Prober, SetSchedule,
+    check_round, ping_pair_opened, PairMeasurement, PingSpec, ProbeError, ProbeLedger, ProbeStats, Prober, SetSchedule,
 };
 use crate::topology::{Duplex, Topology, VertexId, VertexKind};
 use crate::util::rng::Rng;
@@ -163,20 +163,8 @@ impl SimProber {
     fn window(&mut self, a: usize, b: usize, spec: &PingSpec) -> (PairMeasurement, f64) {
         let stall = self.draw_stall();
         let lat = (self.route(a, b).0, self.route(b, a).0);
-        let opening = self.round_trip(a, b, lat, stall);
-        if opening >= spec.first_give_up_s {
-            // Given up: the measurement ends without a sample (see `protocol`).
-            let m = PairMeasurement {
-                a,
-                b,
-                samples_s: Vec::new(),
-                set_len: Vec::new(),
-                waited_s: spec.first_give_up_s,
-            };
-            return (m, spec.first_give_up_s);
-        }
         // A round trip given up is waited for until then only (see `protocol`).
-        let m = ping_pair::<std::convert::Infallible>(a, b, spec, |give_up| {
+        let (m, opening) = ping_pair_opened::<std::convert::Infallible>(a, b, spec, |give_up| {
             Ok(self.round_trip(a, b, lat, stall).min(give_up))
         })
         .unwrap_or_else(|e| match e {});
