@@ -38,6 +38,9 @@ pub(crate) struct LocateParams {
     pub robust: bool,
     /// The access length (see [`access_length`]); `None`: unknown, nothing is pruned.
     pub access: Option<f64>,
+    /// The typical distance of two hosts below one switch (see [`mate_distance`]); `None`:
+    /// twice the access length.
+    pub mate_d: Option<f64>,
     /// How often a pair may be measured before an inconsistent value is dropped.
     pub max_times: u8,
     /// Hosts are numbered along the network (the run's host-order hint): switch branches are
@@ -321,11 +324,12 @@ pub(crate) fn leaf_mates(t: &WorkTree, s: &Store, h: usize, p: &LocateParams) ->
     let Some(a0) = p.access.filter(|_| !p.exhaustive) else {
         return Vec::new();
     };
+    let mate_d = p.mate_d.unwrap_or(2.0 * a0);
     s.partners(h)
         .iter()
         .copied()
         .filter(|&m| t.vertex_of(m).is_none() && !s.is_bad(h, m))
-        .filter(|&m| s.get(h, m).is_some_and(|o| (o.d - 2.0 * a0).abs() <= p.flag_delta))
+        .filter(|&m| s.get(h, m).is_some_and(|o| (o.d - mate_d).abs() <= p.flag_delta))
         .collect()
 }
 
@@ -509,13 +513,7 @@ fn next_branch(
 /// Leaves not longer than `floor` are left out: a (near) zero leaf is an artefact of hosts placed
 /// against a wrong part of the tree, not a real link.
 pub(crate) fn access_length(trees: &[&WorkTree], s: &Store, floor: f64, spread: f64) -> Option<f64> {
-    let mut v: Vec<f64> = trees
-        .iter()
-        .flat_map(|t| {
-            t.hosts()
-                .filter(|&h| t.host_parent(h).is_some_and(|p| !t.is_host(p)))
-                .map(|h| t.leaf_len(h))
-        })
+    let mut v: Vec<f64> = switch_leaves(trees)
         .chain(s.pairs().map(|(_, _, o)| o.d / 2.0))
         .filter(|&l| l > floor)
         .collect();
@@ -529,6 +527,33 @@ pub(crate) fn access_length(trees: &[&WorkTree], s: &Store, floor: f64, spread: 
     // access links), `a0` is no bound for anyone: prune nothing.
     let near = v.iter().filter(|&&x| (x - a0).abs() <= spread.max(0.05 * a0)).count();
     (near >= (v.len() / 5).max(8)).then_some(a0)
+}
+
+/// The leaf lengths of the hosts hanging from a switch in `trees` (not those of a tree of two
+/// hosts, whose one link is both leaves).
+fn switch_leaves<'a>(trees: &'a [&'a WorkTree]) -> impl Iterator<Item = f64> + 'a {
+    trees.iter().flat_map(|t| {
+        t.hosts()
+            .filter(|&h| t.host_parent(h).is_some_and(|p| !t.is_host(p)))
+            .map(|h| t.leaf_len(h))
+    })
+}
+
+/// The typical distance between two hosts below one switch: twice the median leaf among the
+/// leaves within `spread` of the access length `a0`.
+///
+/// Why: `a0` is a low quantile (the pruning needs a bound), so twice it sits below the
+/// distance two hosts of one switch read, by about half a long-leaf margin under normal jitter.
+/// Leaf-mates judged against twice `a0` missed one true pair in six (2 clusters of 128 hosts,
+/// 2 us normal jitter: 15% read more than a margin above it), and a host whose mates went
+/// unrecognised ruled out a 16-way star alone, one branch per round, while they waited.
+pub(crate) fn mate_distance(trees: &[&WorkTree], a0: f64, spread: f64) -> Option<f64> {
+    let mut v: Vec<f64> = switch_leaves(trees).filter(|&l| (l - a0).abs() <= spread).collect();
+    if v.len() < 8 {
+        return None;
+    }
+    let k = v.len() / 2;
+    Some(2.0 * *v.select_nth_unstable_by(k, f64::total_cmp).1)
 }
 
 #[cfg(test)]
@@ -545,6 +570,7 @@ mod tests {
             robust: true,
             max_times: 2,
             access: None,
+            mate_d: None,
             hint: false,
         }
     }
@@ -585,6 +611,40 @@ mod tests {
         let v4 = t.vertex_of(4).unwrap();
         t.attach(t.point_on_path(v4, core, 2.0, 0.0), 5, 1.0);
         (t, core)
+    }
+
+    #[test]
+    fn mates_are_judged_against_the_typical_mate_distance() {
+        // Hosts 4 and 5 read 2.15 apart; access links of 1 (a low quantile), margin 0.1.
+        let t = tree();
+        let mut s = Store::new(8);
+        meas(&mut s, 4, 5, 2.15);
+        let p = LocateParams {
+            access: Some(1.0),
+            flag_delta: 0.1,
+            ..params()
+        };
+        assert!(leaf_mates(&t, &s, 4, &p).is_empty());
+        let typical = LocateParams { mate_d: Some(2.1), ..p };
+        assert_eq!(leaf_mates(&t, &s, 4, &typical), vec![5]);
+    }
+
+    #[test]
+    fn the_mate_distance_is_twice_the_median_access_like_leaf() {
+        // Eight leaves of 1.0 .. 1.7 around an access length of 1, one of 3 (a long leaf, not
+        // an access link): twice the median of the eight.
+        let mut t = WorkTree::new(12);
+        t.init_pair(0, 1, 2.0);
+        let (v0, v1) = (t.vertex_of(0).unwrap(), t.vertex_of(1).unwrap());
+        t.attach(t.point_on_path(v0, v1, 1.0, 0.0), 2, 1.2);
+        let sw = t.host_parent(0).unwrap();
+        for (h, l) in [(3, 1.3), (4, 1.4), (5, 1.5), (6, 1.6), (7, 1.7), (8, 3.0)] {
+            t.attach(Point::At(sw), h, l);
+        }
+        let d = mate_distance(&[&t], 1.0, 0.75).unwrap();
+        // Leaves 1.0, 1.0, 1.2 .. 1.7: the median (upper) of eight is 1.4.
+        assert!((d - 2.8).abs() < 1e-9, "{d}");
+        assert_eq!(mate_distance(&[&t], 1.0, 0.1), None, "fewer than 8 leaves near a0");
     }
 
     #[test]

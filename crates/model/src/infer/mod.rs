@@ -984,6 +984,7 @@ fn batch_params(store: &store::Store, trees: &[&tree::WorkTree]) -> LocateParams
     let sigma = refine::residual_spread(trees, store).map_or(2.0 * u, |r| r.max(u));
     let tol_floor = (4.0 * sigma).max(1e-9);
     let flag_delta = (5.0 * sigma).max(1e-9);
+    let access = locate::access_length(trees, store, tol_floor, flag_delta);
     LocateParams {
         exhaustive: false,
         kappa: 2.0,
@@ -991,7 +992,8 @@ fn batch_params(store: &store::Store, trees: &[&tree::WorkTree]) -> LocateParams
         flag_delta,
         robust: true,
         max_times: 2,
-        access: locate::access_length(trees, store, tol_floor, flag_delta),
+        access,
+        mate_d: access.and_then(|a0| locate::mate_distance(trees, a0, flag_delta)),
         hint: false,
     }
 }
@@ -1006,6 +1008,7 @@ fn paper_params(_store: &store::Store) -> LocateParams {
         robust: false,
         max_times: 1,
         access: None,
+        mate_d: None,
         hint: false,
     }
 }
