@@ -608,8 +608,9 @@ fn wide_stars_under_symmetric_jitter_come_out_exact() {
     // leaves merged, or the star's centre grown again below a leaf (11-14 of 200 trials were
     // wrong without exploring that switch's other branches first: some 7 of these 120 would
     // be). About 1 trial in 400 still goes wrong by other chains of chance (of seeds 1-3200,
-    // 7 before leaf-mates were judged against the typical mate distance and 9 after, on
-    // different seeds), so a fixed seed may fall either way: at most 2 of 120 may be wrong.
+    // 7 before leaf-mates were judged against the typical mate distance, 9 after, 7 once one
+    // host beyond a short link no longer ruled it out; on different seeds), so a fixed seed may
+    // fall either way: at most 2 of 120 may be wrong.
     use treecast::topology::gen::Tree;
     let mut tree = Tree::oversubscribed(8, 16, 4.0);
     tree.host_link = LinkDir::new(12.5e-6, tree.host_link.bandwidth_bps);
@@ -737,6 +738,21 @@ fn mates_of_a_new_leaf_switch_help_rule_out_a_star() {
         InferOptions::default().ping,
     );
     assert_probe_time_below(&r, 0.13);
+}
+
+#[test]
+fn one_host_beyond_a_short_link_does_not_rule_it_out() {
+    // 2 clusters of 128 hosts, 2 us normal jitter, trial 746 of `bench_infer`: in a skeleton,
+    // host 31 hung 0.83 us above its leaf switch (an artefact the final refinement contracts).
+    // Host 16, the first of another leaf switch, read 30 us to 26 and 31 of that switch; its
+    // branching point snapped to the switch, the way up through 31 counted as ruled out, and
+    // it hung below that switch with a leaf 4 us long: its own leaf switch came out split.
+    family_trial_with(
+        (2, 256, 1.25e-3, 1.25e-3),
+        746,
+        "normal:sd_us=2",
+        InferOptions::default().ping,
+    );
 }
 
 /// [`exact_family_trial`] of a trial traced to a stalled round trip: something was given up,

@@ -276,6 +276,17 @@ fn implied_leaf(t: &WorkTree, obs: &[(usize, usize, Obs)], at: Point) -> f64 {
     leaves[(leaves.len() - 1) / 2].max(0.0)
 }
 
+/// A switch this many snapping floors or less from the branching point is not ruled out by one
+/// measured host beyond it (see [`explored_at`]).
+///
+/// Why: in a skeleton, host 31 of a leaf switch hung 0.83 us above its switch (a short link
+/// the final refinement contracts). The first host of another leaf switch read 30 us to two
+/// hosts of that switch, 31 one of them: its branching point snapped to the switch, the way
+/// up to the core counted as ruled out through 31, and it hung below that leaf switch with a
+/// leaf 4 us long. Its whole leaf switch came out split (2 clusters of 128 hosts, 2 us normal
+/// jitter, trial 746 of `bench_infer`).
+const SHORT_LINK_TOLS: f64 = 2.0;
+
 /// A branching point this many snapping tolerances short of a switch, with a long leaf, has
 /// that switch's branches explored before H is hung on the link (see [`locate`]).
 const NEAR_SWITCH_TOLS: f64 = 3.0;
@@ -292,7 +303,14 @@ fn explored_at(
     obs: &[(usize, usize, Obs)],
     p: &LocateParams,
 ) -> Vec<usize> {
-    let mut explored: Vec<usize> = obs.iter().filter(|o| o.1 != v).map(|o| t.toward(v, o.1)).collect();
+    // A switch only a short link away (an artefact of jitter that refinement contracts later)
+    // is ruled out by one host beyond it only as far as the snapping went: H's branching point
+    // may lie at it as well, and H beyond it. Two hosts measured beyond it rule it out.
+    let beyond: Vec<usize> = obs.iter().filter(|o| o.1 != v).map(|o| t.toward(v, o.1)).collect();
+    let short = SHORT_LINK_TOLS * p.tol_floor;
+    let ruled_out =
+        |w: usize| t.is_host(w) || t.link_len(v, w) > short || beyond.iter().filter(|&&x| x == w).count() >= 2;
+    let mut explored: Vec<usize> = beyond.iter().copied().filter(|&w| ruled_out(w)).collect();
     explored.sort_unstable();
     explored.dedup();
     // A host whose measurement is unusable counts as explored: its leaf cannot be
