@@ -804,3 +804,38 @@ fn family_trial_with(
     );
     r
 }
+
+#[test]
+fn links_below_the_resolution_are_contracted_and_reported_uncertain() {
+    // Two leaf switches of 4 hosts, 0.4 us from their common switch (0.8 us apart), no noise:
+    // resolved by default; where hosts share CPUs (resolution 1 us, as the MPI prober sets it
+    // then) the link is contracted, and the tree says it is not sure (confidence 0.5).
+    use treecast::topology::gen::Tree;
+    let mut tree = Tree::oversubscribed(4, 2, 1.0);
+    tree.host_link = LinkDir::new(12.5e-6, tree.host_link.bandwidth_bps);
+    tree.uplink_latency_s = 0.4e-6;
+    let t = tree.build().unwrap();
+    let run = |resolution_s: f64| {
+        let mut p = SimProber::new(&t, NoiseModel::default(), 1).unwrap();
+        infer(
+            &mut p,
+            &InferOptions {
+                resolution_s,
+                ..InferOptions::default()
+            },
+        )
+        .unwrap()
+    };
+    let fine = run(0.0);
+    assert_eq!(
+        metrics::leaf_partition(&fine.topology).unwrap(),
+        metrics::leaf_partition(&t).unwrap()
+    );
+    let coarse = run(treecast::infer::SHARED_CPU_RESOLUTION_S);
+    assert_eq!(
+        metrics::leaf_partition(&coarse.topology).unwrap().len(),
+        1,
+        "one switch"
+    );
+    assert_eq!(coarse.stats.confidence, Some(0.5));
+}

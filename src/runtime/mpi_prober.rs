@@ -807,6 +807,11 @@ fn coordinate(leaders: MPI_Comm, n: u32, hosts: &Hosts, cfg: &Config) -> Result<
             give_up_ratio: cfg.probe_give_up_ratio,
             ..crate::probe::PingSpec::default()
         },
+        resolution_s: if shared.is_some() {
+            infer::SHARED_CPU_RESOLUTION_S
+        } else {
+            0.0
+        },
         ..InferOptions::default()
     };
     let t0 = raw::wtime();
