@@ -599,6 +599,15 @@ fn links_between_far_apart_parts_are_not_scored_as_uncertain() {
     }
 }
 
+/// `leaves` leaf switches of `hosts` hosts each (12.5 us host links) below one switch, each
+/// `uplink_s` from it.
+fn star_of_leaf_switches(leaves: usize, hosts: usize, uplink_s: f64) -> Topology {
+    let mut tree = treecast::topology::gen::Tree::oversubscribed(hosts, leaves, 4.0);
+    tree.host_link = LinkDir::new(12.5e-6, tree.host_link.bandwidth_bps);
+    tree.uplink_latency_s = uplink_s;
+    tree.build().unwrap()
+}
+
 #[test]
 fn wide_stars_under_symmetric_jitter_come_out_exact() {
     // 16 leaf switches of 8 hosts below one switch (2.5 us links, 12.5 us host links), 2 us
@@ -608,14 +617,10 @@ fn wide_stars_under_symmetric_jitter_come_out_exact() {
     // leaves merged, or the star's centre grown again below a leaf (11-14 of 200 trials were
     // wrong without exploring that switch's other branches first: some 7 of these 120 would
     // be). About 1 trial in 400 still goes wrong by other chains of chance (of seeds 1-3200,
-    // 7 before leaf-mates were judged against the typical mate distance, 9 after, 7 once one
+    // 7 before leaf-mates were judged against the typical mate distance, 9 after, 5 once one
     // host beyond a short link no longer ruled it out; on different seeds), so a fixed seed may
     // fall either way: at most 2 of 120 may be wrong.
-    use treecast::topology::gen::Tree;
-    let mut tree = Tree::oversubscribed(8, 16, 4.0);
-    tree.host_link = LinkDir::new(12.5e-6, tree.host_link.bandwidth_bps);
-    tree.uplink_latency_s = 2.5e-6;
-    let t = tree.build().unwrap();
+    let t = star_of_leaf_switches(16, 8, 2.5e-6);
     let noise = NoiseModel::jitter("normal:sd_us=2".parse().unwrap());
     let opts = InferOptions {
         strategy: Strategy::Batch,
@@ -810,11 +815,7 @@ fn links_below_the_resolution_are_contracted_and_reported_uncertain() {
     // Two leaf switches of 4 hosts, 0.4 us from their common switch (0.8 us apart), no noise:
     // resolved by default; where hosts share CPUs (resolution 1 us, as the MPI prober sets it
     // then) the link is contracted, and the tree says it is not sure (confidence 0.5).
-    use treecast::topology::gen::Tree;
-    let mut tree = Tree::oversubscribed(4, 2, 1.0);
-    tree.host_link = LinkDir::new(12.5e-6, tree.host_link.bandwidth_bps);
-    tree.uplink_latency_s = 0.4e-6;
-    let t = tree.build().unwrap();
+    let t = star_of_leaf_switches(2, 4, 0.4e-6);
     let run = |resolution_s: f64| {
         let mut p = SimProber::new(&t, NoiseModel::default(), 1).unwrap();
         infer(

@@ -81,6 +81,12 @@ pub(crate) enum Step {
 const TOL_CAP_FLOORS: f64 = 3.0;
 
 impl LocateParams {
+    /// The distance two hosts of one switch read: [`LocateParams::mate_d`], else twice the
+    /// access length `a0`.
+    fn mate_distance(&self, a0: f64) -> f64 {
+        self.mate_d.unwrap_or(2.0 * a0)
+    }
+
     pub fn tol(&self, ua: f64, ub: f64) -> f64 {
         let own = self.kappa * (ua + ub);
         let own = if self.exhaustive {
@@ -342,7 +348,7 @@ pub(crate) fn leaf_mates(t: &WorkTree, s: &Store, h: usize, p: &LocateParams) ->
     let Some(a0) = p.access.filter(|_| !p.exhaustive) else {
         return Vec::new();
     };
-    let mate_d = p.mate_d.unwrap_or(2.0 * a0);
+    let mate_d = p.mate_distance(a0);
     s.partners(h)
         .iter()
         .copied()
@@ -364,13 +370,14 @@ fn excluded_by_mates(t: &WorkTree, s: &Store, h: usize, v: usize, leaf: f64, p: 
     let Some(a0) = p.access else {
         return Vec::new();
     };
+    let mate_d = p.mate_distance(a0);
     let mut out = Vec::new();
     for m in leaf_mates(t, s, h, p) {
-        // The snapping tolerance, plus how far this pair's distance is from two access links
-        // (the mate's own length from `v` differs from `h`'s by up to that). Wider margins
+        // The snapping tolerance, plus how far this pair's distance is from the typical mate
+        // distance (the mate's own length from `v` differs from `h`'s by up to that). Wider margins
         // (two long-leaf margins) ruled out the right branch where leaf switches hang 2.5 us
         // below `v`: a mate there reads 5 us short of the long way round.
-        let tol = p.tol_floor + (s.get(h, m).map_or(0.0, |o| o.d) - 2.0 * a0).abs();
+        let tol = p.tol_floor + (s.get(h, m).map_or(0.0, |o| o.d) - mate_d).abs();
         for &y in s.partners(m) {
             let Some(vy) = t.vertex_of(y).filter(|&vy| vy != v && !s.is_bad(m, y)) else {
                 continue;
