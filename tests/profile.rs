@@ -75,7 +75,15 @@ fn profile_counts_calls_and_bytes_exactly() {
         // One machine: the topology is one node, so predictions exist for every site.
         let p = s.predicted.expect("prediction");
         assert!(p.deterministic_s > 0.0);
-        assert!(p.pareto_mean_s.unwrap() >= p.deterministic_s && p.normal_p99_s.is_some());
+        // Heavy tails never make a broadcast faster. Where the calibration leaves the host links
+        // no latency (the per-message overhead took all of it), every latency is a point and the
+        // two are the same sum in another order: equal up to rounding, which fails `>=` by an ulp.
+        assert!(
+            p.pareto_mean_s.unwrap() >= p.deterministic_s * (1.0 - 1e-12) && p.normal_p99_s.is_some(),
+            "site {} ({} B): {p:?}",
+            s.site,
+            s.bytes
+        );
         let sample = s.sample_call.as_ref().expect("sample call");
         assert!(sample
             .ranks
