@@ -17,7 +17,8 @@
 //!    rounds.
 //! 3. **Graft** (`graft`): the coarse pairs between parts place each part's exit point in its
 //!    tree and the distances between exits; a small tree joins the exits. A graft that does not
-//!    fit gets more readings ([`more_far`]), then falls back to one tree over all hosts.
+//!    fit gets more readings ([`more_far`]), the last time with exits allowed further apart,
+//!    then falls back to one tree over all hosts.
 //!
 //! Only speed depends on any of this being right: groups left undecided are one part, measured
 //! in full, and so is everything when the graft cannot be made to fit.
