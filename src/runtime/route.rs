@@ -10,11 +10,13 @@
 //! **Choice.** Without a network topology the library; when the plan's predicted time is at
 //! most half the library's (its algorithm's simulated time or lower bound), the plan; otherwise,
 //! when the chosen plan is one of the libraries' own algorithms, the library: the route is clear
-//! at once. Otherwise the first
-//! [`TRIAL_CALLS`] calls of each route alternate, every rank timing its own part, and at the end
-//! one `MPI_Allreduce` (max over ranks of each route's median) decides for every rank alike —
-//! never a per-rank guess, so ranks cannot diverge. A plan that is neither slower nor clearly
-//! faster gets more stages of the trial (up to [`TRIAL_MAX_CALLS`] calls each), and then wins
+//! at once. Otherwise the calls of the two routes alternate in a trial, every rank timing its
+//! own part (the first call of each route untimed: connections, caches), in the order
+//! library, plan, plan, library, ... (so a pattern of the program's own that repeats every
+//! other call cannot favour one route), and after each stage of [`TRIAL_CALLS`] timed calls
+//! each one `MPI_Allreduce` (max over ranks of each route's median) decides for every rank
+//! alike — never a per-rank guess, so ranks cannot diverge. Only a clear difference ends the
+//! trial early; otherwise it runs to [`TRIAL_MAX_CALLS`] calls each, and then the plan wins
 //! only by a margin: within noise, the library. `TREECAST_ROUTE` forces one route.
 //!
 //! **Semantics.** Results are the same either way. Error detection differs: treecast's route
@@ -81,8 +83,16 @@ pub const TRIAL_CALLS: usize = 5;
 /// Most timed calls per route before the trial must end.
 pub const TRIAL_MAX_CALLS: usize = 20;
 
-/// After the first stage, a plan at most this fraction of the library's time wins at once.
-const TRIAL_CLEAR: f64 = 0.8;
+/// After any stage, a plan at most this fraction of the library's time wins at once, and one
+/// at least [`TRIAL_CLEAR_LOSS`] times it loses at once. Why so wide: on the emulated 3x3 cluster
+/// (nine ranks on two cores) the medians of 5 calls of each route read plan / library 0.75 to
+/// 1.48 for 1 KiB, whose plan runs 1.0-1.2x the library's time once settled. A plan that won
+/// such a stage at 0.75 (then the rule, 0.8) ran 1.22x slower than `MPI_Bcast` for the rest of
+/// the job.
+const TRIAL_CLEAR: f64 = 0.5;
+
+/// See [`TRIAL_CLEAR`].
+const TRIAL_CLEAR_LOSS: f64 = 1.5;
 
 /// At the end of a trial, the plan wins only at this fraction of the library's time or less:
 /// a plan that seems a few percent faster over a handful of noisy calls may well be slower
@@ -143,23 +153,30 @@ impl Selection {
         self.decided
     }
 
-    /// The route of the next call: the decision, else the trial's alternation (library first).
+    /// The route of the next call: the decision, else the trial's order, library, plan, plan,
+    /// library, library, plan, ... (a program that alternates between two kinds of work, or a
+    /// benchmark that rotates what runs before each call, would favour one route of a strict
+    /// alternation).
     pub fn next(&self) -> Route {
-        self.decided.unwrap_or(if self.calls.is_multiple_of(2) {
+        self.decided.unwrap_or(if (self.calls.div_ceil(2)).is_multiple_of(2) {
             Route::Library
         } else {
             Route::Plan
         })
     }
 
-    /// Record a trial call's time on this rank (seconds). Returns true when a stage of the
-    /// trial is complete and a decision is due (on every rank at the same call: it depends on
-    /// the count of calls only).
+    /// Record a trial call's time on this rank (seconds); the first call of each route is not
+    /// timed (it may set up connections). Returns true when a stage of the trial is complete
+    /// and a decision is due (on every rank at the same call: it depends on the count of calls
+    /// only).
     pub fn record(&mut self, route: Route, seconds: f64) -> bool {
         if self.decided.is_some() {
             return false;
         }
         self.calls += 1;
+        if self.calls <= 2 {
+            return false; // the first library call and the first plan call
+        }
         match route {
             Route::Library => self.library_s.push(seconds),
             Route::Plan => self.plan_s.push(seconds),
@@ -180,13 +197,14 @@ impl Selection {
 
     /// Decide from the slowest rank's medians (`[library, plan]`, identical on every rank), or
     /// go on with the trial (`None`):
-    /// - the plan not faster: the library (also on a tie: it keeps MPI's error semantics);
+    /// - the plan at least [`TRIAL_CLEAR_LOSS`] times the library's time: the library;
     /// - the plan at most [`TRIAL_CLEAR`] of the library's time: the plan;
     /// - in between, another stage of [`TRIAL_CALLS`] calls each, up to [`TRIAL_MAX_CALLS`];
-    ///   then the plan only at [`TRIAL_MARGIN`] of the library's time or less.
+    ///   then the plan only at [`TRIAL_MARGIN`] of the library's time or less (on a tie the
+    ///   library: it keeps MPI's error semantics).
     pub fn decide(&mut self, worst: [f64; 2]) -> Option<Route> {
         let ratio = worst[1] / worst[0];
-        let r = if ratio.is_nan() || ratio >= 1.0 {
+        let r = if ratio.is_nan() || ratio >= TRIAL_CLEAR_LOSS {
             Route::Library
         } else if ratio <= TRIAL_CLEAR {
             Route::Plan
@@ -342,27 +360,34 @@ mod tests {
     }
 
     #[test]
-    fn a_trial_alternates_then_takes_the_faster_by_the_worst_rank() {
+    fn a_trial_alternates_in_pairs_then_takes_the_faster_by_the_worst_rank() {
         let mut s = Selection::trial();
         let mut due = false;
-        for k in 0..2 * TRIAL_CALLS {
+        let mut order = String::new();
+        for k in 0..2 * TRIAL_CALLS + 2 {
             let r = s.next();
-            assert_eq!(r, if k % 2 == 0 { Route::Library } else { Route::Plan });
-            due = s.record(r, if r == Route::Library { 2e-6 } else { 1e-6 });
-            assert_eq!(due, k + 1 == 2 * TRIAL_CALLS);
+            order.push(if r == Route::Library { 'L' } else { 'P' });
+            // The first call of each route sets up connections: slow, and not counted.
+            let t = if k < 2 {
+                1.0
+            } else if r == Route::Library {
+                2e-6
+            } else {
+                1e-6
+            };
+            due = s.record(r, t);
+            assert_eq!(due, k + 1 == 2 * TRIAL_CALLS + 2, "call {k}");
         }
+        assert_eq!(order, "LPPLLPPLLPPL");
         assert!(due);
         assert_eq!(s.medians(), [2e-6, 1e-6]);
         // This rank saw the plan faster, but the slowest rank did not: the worst decides.
         assert_eq!(s.decide([2e-6, 3e-6]), Some(Route::Library));
         assert_eq!(s.next(), Route::Library);
         assert!(!s.record(Route::Library, 1.0), "no trial after the decision");
-        // A tie keeps the library.
-        let mut t = Selection::trial();
-        assert_eq!(t.decide([1e-6, 1e-6]), Some(Route::Library));
         // Clearly faster: the plan at once.
         let mut c = Selection::trial();
-        assert_eq!(c.decide([1e-6, 0.7e-6]), Some(Route::Plan));
+        assert_eq!(c.decide([1e-6, 0.45e-6]), Some(Route::Plan));
     }
 
     /// Run stages of a trial whose slowest-rank medians are always `worst`; the decision and
@@ -388,8 +413,13 @@ mod tests {
         assert_eq!(staged([1e-6, 0.97e-6]), (Route::Library, TRIAL_MAX_CALLS));
         // 10% faster: four stages, then the plan.
         assert_eq!(staged([1e-6, 0.9e-6]), (Route::Plan, TRIAL_MAX_CALLS));
-        // Slower, or clearly faster: decided after the first stage.
-        assert_eq!(staged([1e-6, 1.01e-6]), (Route::Library, TRIAL_CALLS));
+        // 25% faster or 20% slower over 5 calls is what noise alone did on nine ranks on two
+        // cores: four stages; a tie keeps the library.
+        assert_eq!(staged([1e-6, 0.75e-6]), (Route::Plan, TRIAL_MAX_CALLS));
+        assert_eq!(staged([1e-6, 1.2e-6]), (Route::Library, TRIAL_MAX_CALLS));
+        assert_eq!(staged([1e-6, 1e-6]), (Route::Library, TRIAL_MAX_CALLS));
+        // Clearly slower or clearly faster: decided after the first stage.
+        assert_eq!(staged([1e-6, 1.5e-6]), (Route::Library, TRIAL_CALLS));
         assert_eq!(staged([1e-6, 0.5e-6]), (Route::Plan, TRIAL_CALLS));
     }
 }
