@@ -856,3 +856,52 @@ fn links_below_the_resolution_are_contracted_and_reported_uncertain() {
     );
     assert_eq!(coarse.stats.confidence, Some(0.5));
 }
+
+#[test]
+fn three_level_trees_come_out_rooted_at_their_core() {
+    // Issue 17: the rooted hierarchy (what Slurm's topology/tree plugin schedules by) of
+    // 3-level trees — a core, pods, leaf switches, hosts — with switch links down to 1 us, under
+    // heavy-tailed and under symmetric jitter of 2 us: leaf groups, unrooted tree and root must
+    // all match (`metrics::compare`) in at least 95% of trials. (On 2026-11-27 all 180 did, and
+    // 360 of 360 with seeds 1-10.)
+    use treecast::topology::gen::{link, Tree};
+    let mut trials = 0;
+    let mut misses = Vec::new();
+    for (pods, leaves, hosts) in [(2, 2, 2), (2, 2, 4), (3, 2, 3), (2, 3, 3), (4, 2, 2), (3, 3, 2)] {
+        for up_us in [1.0, 1.5, 2.5] {
+            let t = Tree {
+                fanouts: vec![pods, leaves],
+                host_link: link(3.75, 10.0),
+                uplink_latency_s: up_us * 1e-6,
+                ..Tree::fat_tree(hosts, 1)
+            }
+            .build()
+            .unwrap();
+            for noise in ["lomax:scale_us=2,alpha=1.5", "normal:sd_us=2"] {
+                for seed in 1..=5 {
+                    let r = run(
+                        &t,
+                        NoiseModel::jitter(noise.parse().unwrap()),
+                        seed,
+                        InferOptions::default(),
+                    );
+                    let c = metrics::compare(&t, &r.topology).unwrap();
+                    trials += 1;
+                    if !(c.rooted && c.leaf_groups) {
+                        misses.push(format!(
+                            "{pods}x{leaves}x{hosts}, links {up_us} us, {noise}, seed {seed}: {}",
+                            c.summary()
+                        ));
+                    }
+                }
+            }
+        }
+    }
+    assert_eq!(trials, 180);
+    assert!(
+        misses.len() * 20 <= trials,
+        "{} of {trials} wrong:\n{}",
+        misses.len(),
+        misses.join("\n")
+    );
+}
