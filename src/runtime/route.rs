@@ -158,7 +158,7 @@ impl Selection {
     /// benchmark that rotates what runs before each call, would favour one route of a strict
     /// alternation).
     pub fn next(&self) -> Route {
-        self.decided.unwrap_or(if (self.calls.div_ceil(2)).is_multiple_of(2) {
+        self.decided.unwrap_or(if self.calls.div_ceil(2).is_multiple_of(2) {
             Route::Library
         } else {
             Route::Plan
