@@ -33,7 +33,7 @@ pub struct AlignedCall {
 }
 
 impl AlignedCall {
-    fn first_enter(&self) -> f64 {
+    pub(crate) fn first_enter(&self) -> f64 {
         self.ranks.iter().map(|r| r.1).fold(f64::INFINITY, f64::min)
     }
 
@@ -44,7 +44,7 @@ impl AlignedCall {
             .fold((0, f64::NEG_INFINITY), |a, b| if b.1 > a.1 { b } else { a })
     }
 
-    fn last_done(&self) -> f64 {
+    pub(crate) fn last_done(&self) -> f64 {
         self.ranks.iter().map(|r| r.2).fold(f64::NEG_INFINITY, f64::max)
     }
 

@@ -15,6 +15,7 @@
 
 use super::arrival::AlignedCall;
 use super::report::GivenEntries;
+use crate::estimate::bucket::CallTrain;
 use crate::estimate::calibrate::{median, relative_error};
 use std::collections::BTreeMap;
 
@@ -59,6 +60,40 @@ pub fn given_entries<'a>(
         measured_median_s,
         predicted_median_s,
         error: relative_error(predicted_median_s, measured_median_s),
+    })
+}
+
+/// How calls like `calls` (those of one size class, any order) follow each other: over each
+/// two of them with no other of them between, the first entries' distance divided by the
+/// calls between them by sequence number (a call of another class or site in between counts
+/// as one of the train), and, where the two are consecutive calls, the time from the last
+/// rank leaving the first to the first rank entering the second (0 when they overlap); the
+/// medians. What a link's token bucket refills in (`estimate::bucket`). `None` with fewer than
+/// two calls; the gap is 0 without two consecutive ones.
+pub fn call_train<'a>(calls: impl IntoIterator<Item = &'a AlignedCall>) -> Option<CallTrain> {
+    let mut v: Vec<&AlignedCall> = calls.into_iter().collect();
+    v.sort_by_key(|c| c.seq);
+    let (mut periods, mut gaps) = (Vec::new(), Vec::new());
+    for w in v.windows(2) {
+        let (a, b) = (w[0], w[1]);
+        if b.seq <= a.seq {
+            continue;
+        }
+        let p = (b.first_enter() - a.first_enter()) / (b.seq - a.seq) as f64;
+        if p.is_finite() && p > 0.0 {
+            periods.push(p);
+        }
+        let g = b.first_enter() - a.last_done();
+        if b.seq == a.seq + 1 && g.is_finite() {
+            gaps.push(g.max(0.0));
+        }
+    }
+    if periods.is_empty() {
+        return None;
+    }
+    Some(CallTrain {
+        period_s: median(&periods),
+        gap_s: if gaps.is_empty() { 0.0 } else { median(&gaps) },
     })
 }
 
@@ -109,6 +144,31 @@ mod tests {
         let g = given_entries(&late, 2, model).unwrap();
         // Measured {2, 10} us against predicted {2, 1}: median 6 against 1.5 us.
         assert!((g.error.unwrap() - (1.5 / 6.0 - 1.0)).abs() < 1e-9, "{g:?}");
+    }
+
+    #[test]
+    fn the_train_is_the_median_distance_and_gap_per_call() {
+        // Each call spans 5 us, its ranks entering 1 us apart.
+        let at = |seq: u64, t: f64| call(seq, vec![(0, t + 1e-6, t + 5e-6), (1, t, t + 5e-6)]);
+        // Calls 1 ms apart, one stretch with two calls of other classes between (3 ms over 3
+        // calls), one long pause (a phase of the program elsewhere): the median ignores it.
+        let calls = [
+            at(1, 0.0),
+            at(2, 1e-3),
+            at(5, 4e-3),
+            at(6, 5e-3),
+            at(7, 6e-3),
+            at(8, 1.0),
+        ];
+        let t = call_train(calls.iter().rev()).unwrap();
+        assert!((t.period_s - 1e-3).abs() < 1e-12, "{t:?}");
+        // Gaps of consecutive calls only: 1 ms less the 5 us a call lasts (three of four).
+        assert!((t.gap_s - (1e-3 - 5e-6)).abs() < 1e-12, "{t:?}");
+        assert_eq!(call_train(&calls[..1]), None);
+        assert_eq!(call_train([at(3, 0.0), at(3, 0.0)].iter()), None);
+        // Overlapping calls: no gap.
+        let overlap = [at(1, 0.0), at(2, 2e-6)];
+        assert_eq!(call_train(&overlap).unwrap().gap_s, 0.0);
     }
 
     #[test]

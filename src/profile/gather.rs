@@ -164,7 +164,9 @@ fn class_report(
         .map(|(&r, _)| r)
         .unwrap_or(0);
     let time = time_stats(&m.time);
-    let predicted = st.predict_time(predicted_root, predicted_bytes);
+    let in_class = || aligned.iter().filter(|c| crate::plan::size_class(c.bytes) == class);
+    let train = super::entries::call_train(in_class());
+    let predicted = st.predict_time(predicted_root, predicted_bytes, train);
     SizeClassReport {
         class,
         min_bytes,
@@ -178,11 +180,9 @@ fn class_report(
         predicted_root,
         prediction_error: predicted.and_then(|p| p.error(time.median_s)),
         predicted,
-        given_entries: super::entries::given_entries(
-            aligned.iter().filter(|c| crate::plan::size_class(c.bytes) == class),
-            st.size(),
-            |root, bytes, enters| st.predict_given_entries(root, bytes, enters),
-        ),
+        given_entries: super::entries::given_entries(in_class(), st.size(), |root, bytes, enters| {
+            st.predict_given_entries(root, bytes, enters, train)
+        }),
     }
 }
 
@@ -418,6 +418,7 @@ fn merge(st: &dyn ProfiledComm, ranks: &[RankWire]) -> CommReport {
         clocks,
         routes: st.routes(),
         shared_cpus,
+        link_buckets: st.link_buckets(),
     }
 }
 

@@ -267,13 +267,28 @@ pub trait ProfiledComm {
     fn control_tag(&self) -> i32;
     fn profile(&self) -> &CommProfile;
     fn profile_mut(&mut self) -> &mut CommProfile;
-    /// The predicted time of the plan for `bytes` from `root` (see `runtime::planner`).
-    fn predict_time(&self, root: u32, bytes: u64) -> Option<report::Predicted>;
+    /// The predicted time of the plan for `bytes` from `root` (see `runtime::planner`), for
+    /// calls that follow each other as `train` says (`None`: unknown).
+    fn predict_time(
+        &self,
+        root: u32,
+        bytes: u64,
+        train: Option<crate::estimate::bucket::CallTrain>,
+    ) -> Option<report::Predicted>;
     /// The plan's algorithm name and predicted per-rank completions for `bytes` from `root`.
     fn predict_arrivals(&self, root: u32, bytes: u64) -> (String, Option<Vec<f64>>);
     /// With the set-up calibration: for each call of `bytes` from `root` whose ranks entered at
-    /// `enters[i]` (one time per rank, rank 0's clock), each rank's predicted exit.
-    fn predict_given_entries(&self, root: u32, bytes: u64, enters: &[Vec<f64>]) -> Vec<Option<Vec<f64>>>;
+    /// `enters[i]` (one time per rank, rank 0's clock), each rank's predicted exit; the calls
+    /// follow each other as `train` says.
+    fn predict_given_entries(
+        &self,
+        root: u32,
+        bytes: u64,
+        enters: &[Vec<f64>],
+        train: Option<crate::estimate::bucket::CallTrain>,
+    ) -> Vec<Option<Vec<f64>>>;
+    /// The token buckets predictions charge (found at set-up; empty without).
+    fn link_buckets(&self) -> Vec<report::LinkBucketReport>;
     /// The route chosen for every (root, size class) used so far, in order.
     fn routes(&self) -> Vec<report::RouteReport>;
 }

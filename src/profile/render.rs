@@ -217,6 +217,22 @@ fn error_text(o: &mut String, c: &CommReport, mpi_library: &str) {
             sc.hosts.join(", ")
         );
     }
+    for b in &c.link_buckets {
+        // A peak at the fit's cap means the bucket's bytes took no measurable time.
+        let peak = if b.peak_bps >= crate::estimate::bucket::MAX_PEAK_BPS {
+            "too fast to time".to_string()
+        } else {
+            format!("at {:.0} Mbit/s", b.peak_bps * 8e-6)
+        };
+        let _ = writeln!(
+            o,
+            "  note: link {} passes a burst: a token bucket of {:.0} KB {peak}, then {:.0} Mbit/s; \
+             predictions charge each class the tokens its calls find (set-up burst probe)",
+            b.link,
+            b.depth_bytes / 1e3,
+            b.sustained_bps * 8e-6
+        );
+    }
 }
 
 /// One line per (root, size class): the route its calls took and why (with a trial's times).
@@ -797,6 +813,7 @@ mod tests {
                 world_ranks: vec![0, 1],
                 clocks: Vec::new(),
                 shared_cpus: Vec::new(),
+                link_buckets: Vec::new(),
                 routes: vec![RouteReport {
                     root: 0,
                     class: 10,
@@ -1037,6 +1054,33 @@ mod tests {
             "{t}"
         );
         assert!(t.contains("each predicted from when its ranks entered"), "{t}");
+    }
+
+    /// The burst probe's buckets are named link by link, with a peak the fit could not time
+    /// said so rather than printed as 8,000,000 Mbit/s.
+    #[test]
+    fn links_that_pass_a_burst_are_named() {
+        let mut r = sample();
+        assert!(!text(&r).contains("passes a burst"));
+        let bucket = |link: &str, peak_bps: f64| LinkBucketReport {
+            link: link.into(),
+            depth_bytes: 71.4e3,
+            peak_bps,
+            sustained_bps: 35.85e6,
+        };
+        r.communicators[0].link_buckets = vec![
+            bucket("sw1 -> sw0", 1.4e9),
+            bucket("sw0 -> sw1", crate::estimate::bucket::MAX_PEAK_BPS),
+        ];
+        let t = text(&r);
+        assert!(
+            t.contains("link sw1 -> sw0 passes a burst: a token bucket of 71 KB at 11200 Mbit/s, then 287 Mbit/s"),
+            "{t}"
+        );
+        assert!(
+            t.contains("link sw0 -> sw1 passes a burst: a token bucket of 71 KB too fast to time, then 287 Mbit/s"),
+            "{t}"
+        );
     }
 
     /// The report says what the predictions do not model where it matters: ranks outnumbering

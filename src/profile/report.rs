@@ -39,6 +39,23 @@ pub struct CommReport {
     /// rank also waits for a core, which predictions do not model.
     #[serde(default)]
     pub shared_cpus: Vec<SharedCpus>,
+    /// Token buckets the set-up burst probe found on the network's slow links (what
+    /// predictions charge a burst; `runtime::burst`, `estimate::bucket`). Always written:
+    /// reports also travel between ranks in postcard, which cannot skip a field.
+    #[serde(default)]
+    pub link_buckets: Vec<LinkBucketReport>,
+}
+
+/// A token bucket on one direction of a link.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct LinkBucketReport {
+    /// `from -> to`, by the topology's vertex names.
+    pub link: String,
+    /// Bytes that pass at the peak rate after a rest.
+    pub depth_bytes: f64,
+    /// Bytes per second while the bucket holds tokens, then once they are spent.
+    pub peak_bps: f64,
+    pub sustained_bps: f64,
 }
 
 /// Ranks of one communicator on one kernel (a host, or emulated hosts sharing a machine)

@@ -17,6 +17,7 @@
 use super::config::Config;
 use super::hosts::{discover_hosts, Hosts};
 use crate::error::{Error, ErrorKind, Result};
+use crate::estimate::bucket::{probe_pairs, LinkBucket};
 use crate::exec::raw;
 use crate::topology::{self, Topology, TopologyBuilder, VertexKind};
 use mpi::ffi::MPI_Comm;
@@ -182,11 +183,14 @@ pub enum Source {
 pub unsafe fn acquire(comm: MPI_Comm, rank: u32, size: u32, cfg: &Config) -> Result<Acquired> {
     let hosts = discover_hosts(comm, rank, size, cfg)?;
     if hosts.count() == 1 {
+        let t = single_host(&hosts.names[0], size);
+        let (calibration, buckets) = calibrate(comm, rank, &hosts, cfg, Some(&t))?;
         return Ok(Acquired {
-            topology: Some(Arc::new(single_host(&hosts.names[0], size))),
+            topology: Some(Arc::new(t)),
             source: Source::SingleHost,
             message_overhead_s: None,
-            calibration: calibrate(comm, rank, &hosts, cfg)?,
+            calibration,
+            buckets,
         });
     }
     // Rank 0 decides and produces the host-level tree as JSON (or why there is none); the other
@@ -240,6 +244,7 @@ pub unsafe fn acquire(comm: MPI_Comm, rank: u32, size: u32, cfg: &Config) -> Res
         source: Source::Unavailable(why),
         message_overhead_s: None,
         calibration: None,
+        buckets: Vec::new(),
     };
     if ok != "1" {
         return Ok(unavailable(rest.to_string()));
@@ -261,33 +266,44 @@ pub unsafe fn acquire(comm: MPI_Comm, rank: u32, size: u32, cfg: &Config) -> Res
         _ => 0.0,
     };
     raw::bcast(std::slice::from_mut(&mut overhead), 0, comm)?;
+    let (calibration, buckets) = calibrate(comm, rank, &hosts, cfg, Some(&t))?;
     Ok(Acquired {
         topology: Some(Arc::new(t)),
         source,
         message_overhead_s: Some(overhead),
-        calibration: calibrate(comm, rank, &hosts, cfg)?,
+        calibration,
+        buckets,
     })
 }
 
-/// Collective: the set-up calibration of predictions ([`super::calibrate`]) when rank 0 has
-/// profiling configured (only profiles use predictions) and not `TREECAST_CALIBRATE=0`. Rank
-/// 0 decides and broadcasts it, so ranks whose environments differ still agree (a rank
-/// skipping the measurement while the others wait in it would hang the job).
+/// Collective: the set-up calibration of predictions ([`super::calibrate`] between host-mates,
+/// [`super::burst`] on the tree's slow links) when rank 0 has profiling configured (only
+/// profiles use predictions) and not `TREECAST_CALIBRATE=0`. Rank 0 decides and broadcasts
+/// it, so ranks whose environments differ still agree (a rank skipping the measurement while
+/// the others wait in it would hang the job).
 unsafe fn calibrate(
     comm: MPI_Comm,
     rank: u32,
     hosts: &Hosts,
     cfg: &Config,
-) -> Result<Option<crate::estimate::calibrate::Calibration>> {
-    if super::calibrate::host_mates(hosts).is_none() {
-        return Ok(None); // nothing to measure: the same on every rank, no message needed
+    topology: Option<&Topology>,
+) -> Result<(Option<crate::estimate::calibrate::Calibration>, Vec<LinkBucket>)> {
+    let mates = super::calibrate::host_mates(hosts).is_some();
+    let slow_links = topology.is_some_and(|t| !probe_pairs(t, 1).is_empty());
+    if !mates && !slow_links {
+        return Ok((None, Vec::new())); // nothing to measure: the same on every rank
     }
     let mut flag: c_int = (rank == 0 && cfg.calibrate && cfg.profile_path.is_some()) as c_int;
     raw::bcast(std::slice::from_mut(&mut flag), 0, comm)?;
     if flag == 0 {
-        return Ok(None);
+        return Ok((None, Vec::new()));
     }
-    super::calibrate::measure(comm, rank, hosts)
+    let calibration = super::calibrate::measure(comm, rank, hosts)?;
+    let buckets = match topology {
+        Some(t) if slow_links => super::burst::measure(comm, rank, t)?,
+        _ => Vec::new(),
+    };
+    Ok((calibration, buckets))
 }
 
 /// What a communicator learns about its network at start-up.
@@ -301,6 +317,8 @@ pub struct Acquired {
     /// What two host-mates measured at set-up (`None` when no two ranks share a host, without a
     /// topology, or with `TREECAST_CALIBRATE=0`): for predictions only, never for planning.
     pub calibration: Option<crate::estimate::calibrate::Calibration>,
+    /// Token buckets found on the tree's slow links by the same calibration (predictions only).
+    pub buckets: Vec<LinkBucket>,
 }
 
 /// The per-message overhead the planner charges, from the ring's median hop time: what a hop

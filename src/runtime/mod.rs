@@ -2,6 +2,7 @@
 //! point shared by the Rust API, the C ABI and the interposer.
 
 pub mod bcast;
+pub mod burst;
 pub mod calibrate;
 pub mod config;
 pub mod discovery;

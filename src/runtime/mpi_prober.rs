@@ -181,7 +181,7 @@ fn other(e: impl std::fmt::Display) -> Error {
 }
 
 /// Wait for `req` without holding a CPU.
-fn wait_politely(req: &mut MPI_Request) -> Result<()> {
+pub(super) fn wait_politely(req: &mut MPI_Request) -> Result<()> {
     let mut backoff = Backoff::new();
     wait_testing(req, || backoff.sleep())
 }

@@ -52,6 +52,8 @@ struct Calibrated {
     overhead_s: f64,
     /// Per-size costs between host-mates: what predicts a job on one host.
     send_curve: Option<crate::estimate::send_curve::SendCurve>,
+    /// Token buckets on the tree's slow links (`runtime::burst`), on `topology`'s link ids.
+    buckets: Vec<crate::estimate::bucket::LinkBucket>,
 }
 
 /// Segments for a message of `bytes` cut at `seg` bytes (`TREECAST_SEGMENT`, already at least
@@ -94,8 +96,15 @@ impl Planner {
             source,
             message_overhead_s,
             calibration,
+            buckets,
         } = unsafe { super::discovery::acquire(comm, rank, size, cfg)? };
-        let calibrated = calibrated(topology.as_ref(), cfg.calibrate, message_overhead_s, calibration);
+        let calibrated = calibrated(
+            topology.as_ref(),
+            cfg.calibrate,
+            message_overhead_s,
+            calibration,
+            buckets,
+        );
         match &source {
             super::discovery::Source::Unavailable(why) if rank == 0 => {
                 log::warn!("treecast: no topology ({why}); plans ignore the network")
@@ -233,6 +242,28 @@ impl Planner {
         self.topology.clone()
     }
 
+    /// The token buckets predictions charge, named by their links' ends (`from -> to`).
+    pub fn link_buckets(&self) -> Vec<crate::profile::report::LinkBucketReport> {
+        let Some(c) = &self.calibrated else {
+            return Vec::new();
+        };
+        let t = &c.topology;
+        c.buckets
+            .iter()
+            .filter(|b| b.link < t.links().len())
+            .map(|b| {
+                let l = t.link(b.link);
+                let (from, to) = if b.forward { (l.a, l.b) } else { (l.b, l.a) };
+                crate::profile::report::LinkBucketReport {
+                    link: format!("{} -> {}", t.vertex(from).name, t.vertex(to).name),
+                    depth_bytes: b.bucket.depth_bytes,
+                    peak_bps: b.bucket.peak_bps,
+                    sustained_bps: b.bucket.sustained_bps,
+                }
+            })
+            .collect()
+    }
+
     /// Where the topology came from.
     pub fn source(&self) -> &super::discovery::Source {
         &self.source
@@ -333,37 +364,48 @@ impl Planner {
     /// need 112 ms for). Within one host, the per-size costs host-mates measured
     /// (`estimate::send_curve`): a latency-bandwidth line with one overhead missed 1-64 KiB
     /// there by -60 .. +120%. Above 512 ranks (to bound the cost at finalize), or on one host
-    /// without the curve, the contention-free evaluator.
+    /// without the curve, the contention-free evaluator. Links with a token bucket get their
+    /// rate in the train of calls `train` describes (`estimate::bucket`; `None`: a full bucket).
     fn calibrated_times(
         &self,
         c: &Calibrated,
         p: &Plan,
         bytes: u64,
         enter: Option<&[f64]>,
+        train: Option<crate::estimate::bucket::CallTrain>,
     ) -> Option<crate::estimate::calibrate::CalibratedTimes> {
         use crate::estimate::calibrate::{evaluate_calibrated, simulate_calibrated};
         if let (false, Some(curve)) = (self.has_network(), &c.send_curve) {
             return crate::estimate::send_curve::evaluate_on_one_host(p, bytes, curve, c.overhead_s, enter).ok();
         }
+        let bucketed;
+        let topology = if c.buckets.is_empty() {
+            &*c.topology
+        } else {
+            bucketed = crate::estimate::bucket::with_buckets(&c.topology, p, bytes, &c.buckets, train).ok()?;
+            &bucketed
+        };
         if self.nranks > 512 || !self.has_network() {
-            return evaluate_calibrated(&c.topology, p, bytes, c.overhead_s, enter).ok();
+            return evaluate_calibrated(topology, p, bytes, c.overhead_s, enter).ok();
         }
         // The simulator charges its overhead at the sender and again at the receiver, and the
         // ring's overhead is a whole hop's (a receive and a send): half of it each.
-        simulate_calibrated(&c.topology, p, bytes, c.overhead_s / 2.0, enter).ok()
+        simulate_calibrated(topology, p, bytes, c.overhead_s / 2.0, enter).ok()
     }
 
     /// With the set-up calibration: for each call of `bytes` from `root` whose ranks entered
     /// at `enters[i]` (seconds, one per rank, any common origin), when each rank leaves it, as
     /// the calibrated model has it (the plan built once for all of them). What a profile sets
     /// against each call's measured times, so the comparison is of the broadcast, not of how the
-    /// ranks happened to arrive. All `None` uncalibrated.
+    /// ranks happened to arrive. `train`: how such calls follow each other (for token
+    /// buckets). All `None` uncalibrated.
     pub fn predict_given_entries(
         &self,
         root: u32,
         bytes: u64,
         library_route: bool,
         enters: &[Vec<f64>],
+        train: Option<crate::estimate::bucket::CallTrain>,
     ) -> Vec<Option<Vec<f64>>> {
         let Some(c) = self.calibrated.as_ref() else {
             return vec![None; enters.len()];
@@ -377,7 +419,7 @@ impl Planner {
                     return None;
                 }
                 let shifted: Vec<f64> = enter.iter().map(|t| t - origin).collect();
-                let d = self.calibrated_times(c, &p, bytes, Some(&shifted))?;
+                let d = self.calibrated_times(c, &p, bytes, Some(&shifted), train)?;
                 Some(d.rank_done_s.iter().map(|t| t + origin).collect())
             })
             .collect()
@@ -390,7 +432,7 @@ impl Planner {
     pub fn predict_arrivals(&self, root: u32, bytes: u64, library_route: bool) -> (String, Option<Vec<f64>>) {
         let p = self.predicted_plan(root, bytes, library_route);
         let arrivals = match &self.calibrated {
-            Some(c) => self.calibrated_times(c, &p, bytes, None).map(|d| d.rank_done_s),
+            Some(c) => self.calibrated_times(c, &p, bytes, None, None).map(|d| d.rank_done_s),
             None => self
                 .topology
                 .as_deref()
@@ -406,13 +448,15 @@ impl Planner {
     /// calibrated topology, and its per-message overhead gives two more: the median over ranks
     /// of their time in the call (`rank_median_s`, what a profile's median measures) and the
     /// completion (`completion_s`). `library_route`: the calls took the library's `MPI_Bcast`, so its
-    /// algorithm is predicted. Used when a profile is written, never on the hot path; the
-    /// distribution models are skipped above 512 ranks to bound the cost at finalize.
+    /// algorithm is predicted; `train`: how the calls follow each other (for token buckets).
+    /// Used when a profile is written, never on the hot path; the distribution models are
+    /// skipped above 512 ranks to bound the cost at finalize.
     pub fn predict_time(
         &self,
         root: u32,
         bytes: u64,
         library_route: bool,
+        train: Option<crate::estimate::bucket::CallTrain>,
     ) -> Option<crate::profile::report::Predicted> {
         let t = match &self.calibrated {
             Some(c) => &*c.topology,
@@ -422,7 +466,7 @@ impl Planner {
         let calibrated = self
             .calibrated
             .as_ref()
-            .and_then(|c| self.calibrated_times(c, &p, bytes, None));
+            .and_then(|c| self.calibrated_times(c, &p, bytes, None, train));
         let mut out = if self.nranks > 512 {
             let d = crate::estimate::evaluate_deterministic(t, &p, bytes).ok()?;
             crate::profile::report::Predicted {
@@ -464,9 +508,10 @@ fn calibrated(
     enabled: bool,
     ring_overhead_s: Option<f64>,
     measured: Option<crate::estimate::calibrate::Calibration>,
+    buckets: Vec<crate::estimate::bucket::LinkBucket>,
 ) -> Option<Calibrated> {
     let t = topology.filter(|_| enabled)?;
-    if measured.is_none() && ring_overhead_s.is_none() {
+    if measured.is_none() && ring_overhead_s.is_none() && buckets.is_empty() {
         return None;
     }
     let topology = match measured.as_ref().and_then(|m| m.host_path) {
@@ -481,6 +526,7 @@ fn calibrated(
         topology,
         overhead_s,
         send_curve,
+        buckets,
     })
 }
 

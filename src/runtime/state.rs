@@ -485,16 +485,31 @@ impl crate::profile::ProfiledComm for CommState {
     fn profile_mut(&mut self) -> &mut crate::profile::CommProfile {
         &mut self.profile
     }
-    fn predict_time(&self, root: u32, bytes: u64) -> Option<crate::profile::report::Predicted> {
-        self.planner.predict_time(root, bytes, self.library_route(root, bytes))
+    fn predict_time(
+        &self,
+        root: u32,
+        bytes: u64,
+        train: Option<crate::estimate::bucket::CallTrain>,
+    ) -> Option<crate::profile::report::Predicted> {
+        self.planner
+            .predict_time(root, bytes, self.library_route(root, bytes), train)
     }
     fn predict_arrivals(&self, root: u32, bytes: u64) -> (String, Option<Vec<f64>>) {
         self.planner
             .predict_arrivals(root, bytes, self.library_route(root, bytes))
     }
-    fn predict_given_entries(&self, root: u32, bytes: u64, enters: &[Vec<f64>]) -> Vec<Option<Vec<f64>>> {
+    fn predict_given_entries(
+        &self,
+        root: u32,
+        bytes: u64,
+        enters: &[Vec<f64>],
+        train: Option<crate::estimate::bucket::CallTrain>,
+    ) -> Vec<Option<Vec<f64>>> {
         self.planner
-            .predict_given_entries(root, bytes, self.library_route(root, bytes), enters)
+            .predict_given_entries(root, bytes, self.library_route(root, bytes), enters, train)
+    }
+    fn link_buckets(&self) -> Vec<crate::profile::report::LinkBucketReport> {
+        self.planner.link_buckets()
     }
     fn routes(&self) -> Vec<crate::profile::report::RouteReport> {
         CommState::routes(self)

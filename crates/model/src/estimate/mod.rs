@@ -18,6 +18,7 @@
 //! Units: the closed forms and [`MaxOf`] are unit-free (give microseconds, get microseconds);
 //! everything that reads a [`Topology`](crate::topology::Topology) works in seconds.
 
+pub mod bucket;
 pub mod calibrate;
 mod error;
 mod fastmath;

@@ -1,0 +1,153 @@
+//! Set-up burst probe (collective, with the calibration of predictions): whether the slow
+//! links of the job's tree pass a burst faster than their rate, as a token bucket does.
+//!
+//! The bandwidth map rates every link by 1 MiB transfers, which is what a switch port does to
+//! every message. A policed link (`tc tbf` in the emulated cluster, a cloud network's
+//! policer) passes its first tokens' worth at the line's speed instead, so predictions that
+//! charge every byte the 1 MiB rate were 1.5-2.6x too slow for 4-16 KiB broadcasts across the
+//! emulated 3x3 cluster. Here, for each pair of [`probe_pairs`] (one after another, the
+//! other ranks asleep in a barrier meanwhile, then all taking the pair's readings), the
+//! pair's sender sends [`SIZES`] one at a time, each after a rest that lets a bucket refill, and times it
+//! to a one-byte acknowledgement; [`fit`] turns the times into a bucket, or none. Every rank
+//! fits the same broadcast readings, so all hold the same buckets. About 0.1 s per pair on the
+//! emulated cluster's 300 Mbit/s uplinks; at most [`MAX_PAIRS`] pairs. Planning never
+//! reads the result; only predictions do (`estimate::bucket`).
+
+use crate::error::Result;
+use crate::estimate::bucket::{fit, probe_pairs, LinkBucket};
+use crate::exec::raw;
+use crate::topology::Topology;
+use mpi::ffi::MPI_Comm;
+use std::os::raw::c_int;
+
+/// Transfer sizes: octaves from 4 KiB to 256 KiB and the bandwidth map's 1 MiB, so a depth
+/// between them falls between two sizes close enough that the peak and the depth do not trade
+/// off (with only 16 and 64 KiB around a 72 KB depth, one run read the peak 111 Gbit/s).
+pub const SIZES: [u64; 8] = [4096, 8192, 16384, 32768, 65536, 131072, 262144, 1 << 20];
+/// Transfers per size, the fastest kept: three up to 64 KiB (a transfer after a rest can
+/// wait for a receiver that slept: one run read 4 KiB slower than 16 KiB), one above (where
+/// such a wait is small beside the transfer).
+fn reps(bytes: u64) -> usize {
+    if bytes <= 65536 {
+        3
+    } else {
+        1
+    }
+}
+/// Pairs measured at most (slowest links first): bounds the set-up time on large trees.
+pub const MAX_PAIRS: usize = 8;
+/// Bounds of the rest before each transfer, which is long enough for the slowest link to
+/// refill what the transfer before took (a bucket deeper than a slow link refills in
+/// `REST_MAX_S` reads shallower than it is).
+const REST_MIN_S: f64 = 1e-3;
+const REST_MAX_S: f64 = 40e-3;
+const TAG: c_int = 0x7c_a2;
+
+/// Collective over `comm`: the buckets found on `topo`'s slow links (empty when it has none,
+/// or none shows a burst).
+///
+/// # Safety
+/// `comm` must be our valid duplicate communicator whose ranks `topo` describes; every rank
+/// calls this collectively with the same `topo`.
+pub unsafe fn measure(comm: MPI_Comm, rank: u32, topo: &Topology) -> Result<Vec<LinkBucket>> {
+    let t0 = raw::wtime();
+    let pairs = probe_pairs(topo, MAX_PAIRS);
+    let largest = *SIZES.last().expect("sizes") as usize;
+    let mut buf: Vec<u8> = if pairs.iter().any(|p| p.from == rank || p.to == rank) {
+        (0..largest).map(|i| (i as u8).wrapping_mul(31) | 1).collect()
+    } else {
+        Vec::new()
+    };
+    let mut out: Vec<LinkBucket> = Vec::new();
+    for p in &pairs {
+        let slowest = p
+            .slow_links
+            .iter()
+            .map(|&d| topo.dir_params(d).bandwidth_bps)
+            .fold(f64::INFINITY, f64::min);
+        // The bucket holds what it held before the last transfer once that transfer's bytes
+        // are refilled (a quarter more for safety); the first rest covers a 1 MiB transfer
+        // of the previous pair.
+        let rest = |prev: u64| (1.25 * prev as f64 / slowest).clamp(REST_MIN_S, REST_MAX_S);
+        let mut times = [0.0f64; SIZES.len()];
+        let (from, to) = (p.from as c_int, p.to as c_int);
+        let mut ack = [0u8; 1];
+        if rank == p.from {
+            // An untimed exchange first: it opens the connection (made lazily by most
+            // transports).
+            raw::send(&ack, to, TAG, comm)?;
+            raw::recv(&mut ack, to, TAG, comm)?;
+            let mut prev = *SIZES.last().expect("sizes");
+            for (t, &s) in times.iter_mut().zip(&SIZES) {
+                *t = f64::INFINITY;
+                for _ in 0..reps(s) {
+                    std::thread::sleep(std::time::Duration::from_secs_f64(rest(prev)));
+                    prev = s;
+                    let t0 = raw::wtime();
+                    raw::send(&buf[..s as usize], to, TAG, comm)?;
+                    raw::recv(&mut ack, to, TAG, comm)?;
+                    *t = t.min(raw::wtime() - t0);
+                }
+            }
+        } else if rank == p.to {
+            raw::recv(&mut ack, from, TAG, comm)?;
+            raw::send(&ack, from, TAG, comm)?;
+            for &s in &SIZES {
+                for _ in 0..reps(s) {
+                    raw::recv(&mut buf[..s as usize], from, TAG, comm)?;
+                    raw::send(&ack, from, TAG, comm)?;
+                }
+            }
+        }
+        // The others wait asleep (a rank spinning in a broadcast took the measuring pair's
+        // core: with 9 ranks on 2 cores, one job read the 300 Mbit/s uplinks at 175-786
+        // Mbit/s), then all take the readings.
+        let mut done = raw::ibarrier(comm)?;
+        super::mpi_prober::wait_politely(&mut done)?;
+        raw::bcast(&mut times, from, comm)?;
+        let readings: Vec<(u64, f64)> = SIZES.iter().copied().zip(times).collect();
+        let bucket = fit(&readings);
+        if rank == 0 {
+            let us: Vec<String> = readings.iter().map(|(s, t)| format!("{s} B {:.1}", t * 1e6)).collect();
+            log::info!(
+                "treecast: burst probe ranks {} -> {} (us): {}; {}",
+                p.from,
+                p.to,
+                us.join(", "),
+                match bucket {
+                    Some(b) => format!(
+                        "a token bucket of {:.0} KB at {:.0} Mbit/s (at most {:.0}), then {:.0} Mbit/s",
+                        b.depth_bytes / 1e3,
+                        b.peak_bps * 8e-6,
+                        crate::estimate::bucket::MAX_PEAK_BPS * 8e-6,
+                        b.sustained_bps * 8e-6
+                    ),
+                    None => "no burst".into(),
+                }
+            );
+        }
+        let Some(bucket) = bucket else { continue };
+        for d in &p.slow_links {
+            // A direction on several pairs' paths: the deepest reading (a path's burst is
+            // the shallowest of its buckets in series, so each reading is a lower bound).
+            match out.iter_mut().find(|b| b.link == d.link && b.forward == d.forward) {
+                Some(b) if b.bucket.depth_bytes >= bucket.depth_bytes => {}
+                Some(b) => b.bucket = bucket,
+                None => out.push(LinkBucket {
+                    link: d.link,
+                    forward: d.forward,
+                    bucket,
+                }),
+            }
+        }
+    }
+    if rank == 0 {
+        log::info!(
+            "treecast: burst probe: {} pairs in {:.0} ms, {} link directions with a token bucket",
+            pairs.len(),
+            (raw::wtime() - t0) * 1e3,
+            out.len()
+        );
+    }
+    Ok(out)
+}
