@@ -4,14 +4,15 @@
 //! The bandwidth map rates every link by 1 MiB transfers, which is what a switch port does to
 //! every message. A policed link (`tc tbf` in the emulated cluster, a cloud network's
 //! policer) passes its first tokens' worth at the line's speed instead, so predictions that
-//! charge every byte the 1 MiB rate were 1.5-2.6x too slow for 4-16 KiB broadcasts across the
-//! emulated 3x3 cluster. Here, for each pair of [`probe_pairs`] (one after another, the
-//! other ranks asleep in a barrier meanwhile, then all taking the pair's readings), the
-//! pair's sender sends [`SIZES`] one at a time, each after a rest that lets a bucket refill, and times it
-//! to a one-byte acknowledgement; [`fit`] turns the times into a bucket, or none. Every rank
-//! fits the same broadcast readings, so all hold the same buckets. About 0.1 s per pair on the
-//! emulated cluster's 300 Mbit/s uplinks; at most [`MAX_PAIRS`] pairs. Planning never
-//! reads the result; only predictions do (`estimate::bucket`).
+//! charged every byte the 1 MiB rate were up to 3.6x too slow for 4-16 KiB broadcasts across
+//! the emulated 3x3 cluster. Here, for each pair of [`probe_pairs`] (one after another, the
+//! other ranks asleep in a barrier meanwhile, then all taking the pair's readings), the pair's
+//! sender sends [`SIZES`] one at a time, each after a rest that lets a bucket refill, and times
+//! it to a one-byte acknowledgement; [`fit`] turns the times into a bucket, or none. Every
+//! rank fits the same broadcast readings, so all hold the same buckets. About 0.11 s per pair
+//! on the emulated cluster's 300 Mbit/s uplinks (440 ms for its 4 pairs); at most
+//! [`MAX_PAIRS`] pairs. Planning never reads the result; only predictions do
+//! (`estimate::bucket`).
 
 use crate::error::Result;
 use crate::estimate::bucket::{fit, probe_pairs, LinkBucket};

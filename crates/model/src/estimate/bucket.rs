@@ -5,17 +5,17 @@
 //! cluster's uplinks; a cloud NIC's or fabric's policer) lets traffic pass at the line's peak
 //! rate while it holds tokens, and at its sustained rate (the refill rate) once they are spent.
 //! Charged the sustained rate, a 4 KiB broadcast across the emulated 3x3 cluster's 300 Mbit/s
-//! uplinks was predicted 1.8-2.6x its measured median: `tbf` with 75 KB of burst let it cross
-//! at the veth's speed.
+//! uplinks was predicted 1.4-3.6x its measured median (5 runs): `tbf` with 75 KB of burst let
+//! it cross at the veth's speed.
 //!
 //! What depends on the bucket is how full it is when a call starts, and that depends on the
 //! calls before it. Predictions here take a train of identical calls ([`CallTrain`]: their
 //! period and the gap between them, which the profile measures per size class), find the
-//! level the bucket holds when each starts ([`steady_level`]), and give the link, for the call, the rate at which it moves the call's
-//! bytes from that level ([`effective_bps`]): the bytes within the level at the peak rate,
-//! the rest at the sustained rate. One rate per call is an approximation: a pipelined call's
-//! first segments really pass faster than its last. Without a train the bucket is taken as
-//! full (the first call after a rest).
+//! level the bucket holds when each starts ([`steady_level`]), and give the link, for the
+//! call, the rate at which it moves the call's bytes from that level ([`effective_bps`]): the
+//! bytes within the level at the peak rate, the rest at the sustained rate. One rate per call
+//! is an approximation: a pipelined call's first segments really pass faster than its last.
+//! Without a train the bucket is taken as full (the first call after a rest).
 //!
 //! The buckets are measured at set-up ([`fit`], from transfers each started after a rest
 //! across the links [`probe_pairs`] picks); pure arithmetic here, tested without MPI.
