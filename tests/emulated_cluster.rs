@@ -465,7 +465,7 @@ fn three_switches_three_hosts_shaped() {
 /// directions of the three uplinks (`emucluster.sh`: burst = 2 ms of the rate, 75,000 bytes at
 /// 300 Mbit/s, counted with headers), the profile lists them and `treecast report` names them.
 /// Depth within 0.5-1.5x of tbf's burst (payload: about 72 KB; read 55-66 KB), sustained rate
-/// within 80-105% of 300 Mbit/s (payload: 287 Mbit/s; read 262-289 Mbit/s with a CPU hog
+/// within 80-105% of 300 Mbit/s (payload: 287 Mbit/s; read 280-320 Mbit/s with a CPU hog
 /// beside), a peak at least 3x the sustained rate. The buckets are put on the links of the
 /// tree the job inferred, so a job whose tree came out wrong (1 in 10 probes may) is run again:
 /// up to 3 jobs, one must find them all.

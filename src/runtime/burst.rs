@@ -9,8 +9,8 @@
 //! other ranks asleep in a barrier meanwhile, then all taking the pair's readings), the pair's
 //! sender sends [`SIZES`] one at a time, each after a rest that lets a bucket refill, and times
 //! it to a one-byte acknowledgement; [`fit`] turns the times into a bucket, or none. Every
-//! rank fits the same broadcast readings, so all hold the same buckets. About 0.11 s per pair
-//! on the emulated cluster's 300 Mbit/s uplinks (440 ms for its 4 pairs); at most
+//! rank fits the same broadcast readings, so all hold the same buckets. About 0.19 s per pair
+//! on the emulated cluster's 300 Mbit/s uplinks (770-780 ms for its 4 pairs); at most
 //! [`MAX_PAIRS`] pairs. Planning never reads the result; only predictions do
 //! (`estimate::bucket`).
 
@@ -26,13 +26,15 @@ use std::os::raw::c_int;
 /// off (with only 16 and 64 KiB around a 72 KB depth, one run read the peak 111 Gbit/s).
 pub const SIZES: [u64; 8] = [4096, 8192, 16384, 32768, 65536, 131072, 262144, 1 << 20];
 /// Transfers per size, the fastest kept: three up to 64 KiB (a transfer after a rest can
-/// wait for a receiver that slept: one run read 4 KiB slower than 16 KiB), one above (where
-/// such a wait is small beside the transfer).
+/// wait for a receiver that slept: one run read 4 KiB slower than 16 KiB), two above. With
+/// one there and a CPU hog beside, a preempted 256 KiB or 1 MiB transfer put the sustained
+/// rate of 300 Mbit/s uplinks at 233-348 Mbit/s; with two, 280-320 (the probe then takes
+/// 0.19 s per pair instead of 0.11 on the emulated cluster).
 fn reps(bytes: u64) -> usize {
     if bytes <= 65536 {
         3
     } else {
-        1
+        2
     }
 }
 /// Pairs measured at most (slowest links first): bounds the set-up time on large trees.
