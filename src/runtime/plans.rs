@@ -364,33 +364,44 @@ impl Planner {
     /// need 112 ms for). Within one host, the per-size costs host-mates measured
     /// (`estimate::send_curve`): a latency-bandwidth line with one overhead missed 1-64 KiB
     /// there by -60 .. +120%. Above 512 ranks (to bound the cost at finalize), or on one host
-    /// without the curve, the contention-free evaluator. Links with a token bucket get their
-    /// rate in the train of calls `train` describes (`estimate::bucket`; `None`: a full bucket).
+    /// without the curve, the contention-free evaluator. `topology`: the calibrated topology
+    /// with its token buckets applied ([`Self::bucketed`]).
     fn calibrated_times(
         &self,
         c: &Calibrated,
+        topology: &crate::topology::Topology,
         p: &Plan,
         bytes: u64,
         enter: Option<&[f64]>,
-        train: Option<crate::estimate::bucket::CallTrain>,
     ) -> Option<crate::estimate::calibrate::CalibratedTimes> {
         use crate::estimate::calibrate::{evaluate_calibrated, simulate_calibrated};
         if let (false, Some(curve)) = (self.has_network(), &c.send_curve) {
             return crate::estimate::send_curve::evaluate_on_one_host(p, bytes, curve, c.overhead_s, enter).ok();
         }
-        let bucketed;
-        let topology = if c.buckets.is_empty() {
-            &*c.topology
-        } else {
-            bucketed = crate::estimate::bucket::with_buckets(&c.topology, p, bytes, &c.buckets, train).ok()?;
-            &bucketed
-        };
         if self.nranks > 512 || !self.has_network() {
             return evaluate_calibrated(topology, p, bytes, c.overhead_s, enter).ok();
         }
         // The simulator charges its overhead at the sender and again at the receiver, and the
         // ring's overhead is a whole hop's (a receive and a send): half of it each.
         simulate_calibrated(topology, p, bytes, c.overhead_s / 2.0, enter).ok()
+    }
+
+    /// The calibrated topology with each token-bucketed link at its rate for calls of `p`
+    /// with `bytes` in the train `train` describes (`estimate::bucket`; `None`: a full
+    /// bucket). Built once per plan and size, not once per call: the calls of a class share
+    /// it. Borrowed as it is without buckets.
+    fn bucketed<'a>(
+        c: &'a Calibrated,
+        p: &Plan,
+        bytes: u64,
+        train: Option<crate::estimate::bucket::CallTrain>,
+    ) -> Option<std::borrow::Cow<'a, crate::topology::Topology>> {
+        if c.buckets.is_empty() {
+            return Some(std::borrow::Cow::Borrowed(&*c.topology));
+        }
+        crate::estimate::bucket::with_buckets(&c.topology, p, bytes, &c.buckets, train)
+            .ok()
+            .map(std::borrow::Cow::Owned)
     }
 
     /// With the set-up calibration: for each call of `bytes` from `root` whose ranks entered
@@ -411,6 +422,9 @@ impl Planner {
             return vec![None; enters.len()];
         };
         let p = self.predicted_plan(root, bytes, library_route);
+        let Some(topology) = Self::bucketed(c, &p, bytes, train) else {
+            return vec![None; enters.len()];
+        };
         enters
             .iter()
             .map(|enter| {
@@ -419,7 +433,7 @@ impl Planner {
                     return None;
                 }
                 let shifted: Vec<f64> = enter.iter().map(|t| t - origin).collect();
-                let d = self.calibrated_times(c, &p, bytes, Some(&shifted), train)?;
+                let d = self.calibrated_times(c, &topology, &p, bytes, Some(&shifted))?;
                 Some(d.rank_done_s.iter().map(|t| t + origin).collect())
             })
             .collect()
@@ -432,7 +446,9 @@ impl Planner {
     pub fn predict_arrivals(&self, root: u32, bytes: u64, library_route: bool) -> (String, Option<Vec<f64>>) {
         let p = self.predicted_plan(root, bytes, library_route);
         let arrivals = match &self.calibrated {
-            Some(c) => self.calibrated_times(c, &p, bytes, None, None).map(|d| d.rank_done_s),
+            Some(c) => Self::bucketed(c, &p, bytes, None)
+                .and_then(|t| self.calibrated_times(c, &t, &p, bytes, None))
+                .map(|d| d.rank_done_s),
             None => self
                 .topology
                 .as_deref()
@@ -463,10 +479,10 @@ impl Planner {
             None => self.topology.as_deref()?,
         };
         let p = self.predicted_plan(root, bytes, library_route);
-        let calibrated = self
-            .calibrated
-            .as_ref()
-            .and_then(|c| self.calibrated_times(c, &p, bytes, None, train));
+        let calibrated = self.calibrated.as_ref().and_then(|c| {
+            let t = Self::bucketed(c, &p, bytes, train)?;
+            self.calibrated_times(c, &t, &p, bytes, None)
+        });
         let mut out = if self.nranks > 512 {
             let d = crate::estimate::evaluate_deterministic(t, &p, bytes).ok()?;
             crate::profile::report::Predicted {

@@ -24,10 +24,9 @@ use super::plan_dag::{send_paths, PlanDag};
 use super::EstimateError;
 use crate::plan::Plan;
 use crate::topology::{DirLink, Topology, VertexKind};
-use serde::{Deserialize, Serialize};
 
 /// One link direction's token bucket (bytes and bytes per second).
-#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq)]
 pub struct TokenBucket {
     /// Tokens a full bucket holds: bytes that pass at the peak rate after a rest.
     pub depth_bytes: f64,
@@ -38,7 +37,7 @@ pub struct TokenBucket {
 }
 
 /// A measured bucket on one direction of a link of the rank-level topology.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq)]
 pub struct LinkBucket {
     pub link: usize,
     /// Traffic from the link's `a` to its `b`.
