@@ -5,9 +5,11 @@
 //! The first two ranks sharing a host (lowest rank first) measure, while every other rank
 //! waits in the broadcast of the result (so the machine is as busy as during a broadcast).
 //! For each of the [`CURVE_SIZES`]:
-//! - round trips (the median of [`REPS`] after a warm-up): half of one is the one-way time,
-//!   and the lower rank also times its blocking send of each (how long a send keeps its
-//!   sender);
+//! - transfers timed by the lower rank ([`reps`] after a warm-up), and its blocking send of
+//!   each (how long a send keeps its sender). Below [`STREAM_FROM`] they are round trips, the
+//!   median's half being the one-way time; from it on, one way with a 0-byte acknowledgement,
+//!   the fastest less the acknowledgement's own one-way time (see [`STREAM_FROM`] and
+//!   [`STREAM_WARMUP`] for why);
 //! - [`LATE_REPS`] sends to a receiver that starts receiving [`LATE_US`] later, once the
 //!   message's envelope is there: whether the send waits for it (the median send) and how
 //!   long the late receive takes (the fastest: it is the receiver's own work, which a busy
@@ -16,8 +18,8 @@
 //!
 //! Then a burst of [`BURST`] small non-blocking sends (the per-message overhead at the sender,
 //! used between hosts when there is no token ring). The lower of the pair broadcasts the
-//! numbers, so every rank holds the same calibration. About 20 ms (18 ms with 2 and with 4
-//! ranks on the VM), only when profiling is configured (on rank 0, which decides for all);
+//! numbers, so every rank holds the same calibration. About 85 ms on the VM, most of it the
+//! transfers of 4-16 MiB (2 ranks: the communicator was ready in 82-90 ms, 3 ms without), only when profiling is configured (on rank 0, which decides for all);
 //! `TREECAST_CALIBRATE=0` skips it. Planning never reads it.
 
 use super::hosts::Hosts;
@@ -28,22 +30,56 @@ use crate::exec::raw;
 use mpi::ffi::MPI_Comm;
 use std::os::raw::c_int;
 
-/// Message sizes measured: powers of 2 from 8 B to 2 MiB, as PLogP tools measure (see
+/// Message sizes measured: powers of 2 from 8 B to 16 MiB, as PLogP tools measure (see
 /// `estimate::send_curve`). Sparser points miss the steps between them: the small-message box,
 /// the eager limit, the cache (a 1 MiB message between two ranks of the VM moved at 17 GB/s,
-/// a 2 MiB one at 10 GB/s; interpolated from 256 KiB and 2 MiB, 1 MiB was 48% too slow).
-pub const CURVE_SIZES: [u64; 19] = {
-    let mut s = [0u64; 19];
+/// a 2 MiB one at 10 GB/s; interpolated from 256 KiB and 2 MiB, 1 MiB was 48% too slow). The
+/// curve runs to 16 MiB because the last cache step lies beyond 2 MiB: on the VM (32 MiB of L3
+/// shared with other guests) 4 MiB broadcasts between two ranks moved at 15 GB/s and 16 MiB
+/// ones at 6-8 GB/s, so 16 MiB extrapolated from 2 MiB was predicted 29-60% short.
+pub const CURVE_SIZES: [u64; 22] = {
+    let mut s = [0u64; 22];
     let mut i = 0;
-    while i < 19 {
+    while i < 22 {
         s[i] = 8 << i;
         i += 1;
     }
     s
 };
-/// Timed round trips per size (after [`WARMUP`]); the median is kept.
+/// Timed round trips per size below [`STREAM_FROM`] (after [`WARMUP`]); the median is kept.
 pub const REPS: usize = 9;
+/// Timed one-way transfers per size from [`STREAM_FROM`] to 2 MiB (after [`STREAM_WARMUP`]);
+/// the fastest is kept. Many, because 1 MiB kept speeding up for about 15 transfers.
+pub const STREAM_REPS: usize = 16;
+/// Timed one-way transfers per size above 2 MiB: each takes 0.3-3 ms.
+pub const LARGE_REPS: usize = 6;
+/// From this size on, transfers go one way with a 0-byte acknowledgement instead of round
+/// trips. A round trip with a send and a receive buffer on each rank touches four buffers of
+/// the size, a broadcast between two ranks two (the root's and the receiver's). Once four no
+/// longer fit the caches, the round trip reads slower than the broadcast: a 4 MiB round trip
+/// read 367-407 us one way, against 277-289 us for 4 MiB broadcasts, and 1 MiB read 78-86 us
+/// against 69-71 us. Below it the acknowledgement's own time would be too large a part.
+pub const STREAM_FROM: u64 = 256 << 10;
+
+/// The largest size of the latency-bandwidth line put on rank-to-host links between hosts
+/// (`Calibration::host_path`): the size the bandwidth map's transfers are near, not the
+/// cache-starved 16 MiB.
+const PATH_LINE_TO: u64 = 2 << 20;
+
+/// Timed transfers for a message of `bytes`.
+pub fn reps(bytes: u64) -> usize {
+    match bytes {
+        b if b < STREAM_FROM => REPS,
+        b if b <= 2 << 20 => STREAM_REPS,
+        _ => LARGE_REPS,
+    }
+}
 const WARMUP: usize = 2;
+/// Untimed transfers before the timed ones from [`STREAM_FROM`] on. Back-to-back transfers of
+/// a new size speed up over the first ten or so on the VM (1 MiB: 99, 89, 83 ... 70 us; 4 MiB:
+/// 392, 364, 308 ... 280 us), and then hold, as the benchmark's hundreds of calls do; so the
+/// fastest timed transfer is kept there, not the median.
+const STREAM_WARMUP: usize = 4;
 /// Sends to a late receiver per size (the median send and the fastest receive are kept),
 /// and how late it is (us).
 pub const LATE_REPS: usize = 5;
@@ -75,30 +111,43 @@ fn spin(seconds: f64) {
 /// the other rank measured). Each rank sends from `out` and receives into `inb`: a ping-pong
 /// that sends back the buffer it just received makes the peer read freshly written cache
 /// lines of another core, which a broadcast's sends do not (32 KiB one way took 7.2 us so,
-/// 3.1 us with two buffers, as a broadcast's transfer does).
+/// 3.1 us with two buffers, as a broadcast's transfer does). From [`STREAM_FROM`] on, only the
+/// lower rank sends the size and the higher acknowledges with 0 bytes, whose one-way time
+/// `ack_s` (measured at the smallest size) is taken off.
 fn measure_size(
     comm: MPI_Comm,
     lower: bool,
     peer: c_int,
     (out, inb): (&[u8], &mut [u8]),
     bytes: u64,
+    ack_s: f64,
 ) -> Result<[f64; PER_SIZE]> {
-    let (mut sends, mut rtts) = (Vec::with_capacity(REPS), Vec::with_capacity(REPS));
-    for rep in 0..WARMUP + REPS {
+    let stream = bytes >= STREAM_FROM;
+    let back = if stream { 0 } else { bytes };
+    let (warmup, n) = (if stream { STREAM_WARMUP } else { WARMUP }, reps(bytes));
+    let (mut sends, mut trips) = (Vec::with_capacity(n), Vec::with_capacity(n));
+    for rep in 0..warmup + n {
         let t0 = raw::wtime();
         if lower {
             send(comm, peer, out, bytes)?;
             let t1 = raw::wtime();
-            recv(comm, peer, inb, bytes)?;
-            if rep >= WARMUP {
+            recv(comm, peer, inb, back)?;
+            if rep >= warmup {
                 sends.push(t1 - t0);
-                rtts.push(raw::wtime() - t0);
+                trips.push(raw::wtime() - t0);
             }
         } else {
             recv(comm, peer, inb, bytes)?;
-            send(comm, peer, out, bytes)?;
+            send(comm, peer, out, back)?;
         }
     }
+    let (sender, one_way) = if !lower {
+        (0.0, 0.0)
+    } else if stream {
+        settled_one_way(&sends, &trips, ack_s)
+    } else {
+        (median(&sends), median(&trips) / 2.0)
+    };
     let (mut late_sends, mut late_recvs) = (Vec::with_capacity(LATE_REPS), Vec::with_capacity(LATE_REPS));
     for _ in 0..LATE_REPS {
         if lower {
@@ -123,10 +172,23 @@ fn measure_size(
         }
     }
     Ok(if lower {
-        [median(&sends), median(&rtts) / 2.0, 0.0, median(&late_sends)]
+        [sender, one_way, 0.0, median(&late_sends)]
     } else {
         [0.0, 0.0, late_recvs.iter().copied().fold(f64::INFINITY, f64::min), 0.0]
     })
+}
+
+/// `(sender, one-way)` from one-way transfers with an acknowledgement (`sends[i]` and
+/// `trips[i]` of one transfer): the fastest transfer's, less the acknowledgement's own
+/// `ack_s` (never below half the trip, should a slow acknowledgement reading exceed it).
+/// The fastest, because the first transfers of a size are slow and the rest hold (see
+/// `STREAM_WARMUP`).
+fn settled_one_way(sends: &[f64], trips: &[f64], ack_s: f64) -> (f64, f64) {
+    let Some(fastest) = (0..trips.len()).min_by(|&i, &j| trips[i].total_cmp(&trips[j])) else {
+        return (0.0, 0.0);
+    };
+    let trip = trips[fastest];
+    (sends[fastest], (trip - ack_s).max(0.5 * trip))
 }
 
 /// The curve from the broadcast readings (`PER_SIZE` numbers per size of [`CURVE_SIZES`]): a
@@ -169,7 +231,9 @@ pub unsafe fn measure(comm: MPI_Comm, rank: u32, hosts: &Hosts) -> Result<Option
         let data: Vec<u8> = (0..largest).map(|i| (i as u8).wrapping_mul(31) | 1).collect();
         let mut buf = data.clone();
         for (i, &bytes) in CURVE_SIZES.iter().enumerate() {
-            let r = measure_size(comm, lower, peer, (&data, &mut buf), bytes)?;
+            // The smallest size is measured first, by round trips.
+            let ack_s = out[1];
+            let r = measure_size(comm, lower, peer, (&data, &mut buf), bytes, ack_s)?;
             out[i * PER_SIZE..(i + 1) * PER_SIZE].copy_from_slice(&r);
         }
         let late: Vec<f64> = (0..CURVE_SIZES.len()).map(|i| out[i * PER_SIZE + 2]).collect();
@@ -195,8 +259,12 @@ pub unsafe fn measure(comm: MPI_Comm, rank: u32, hosts: &Hosts) -> Result<Option
     }
     raw::bcast(&mut out, a as c_int, comm)?;
     let curve = curve_from_readings(&out[..n]);
-    let (small, large) = (out[1], out[(CURVE_SIZES.len() - 1) * PER_SIZE + 1]);
-    let path = fit_path_cost((CURVE_SIZES[0], small), (*CURVE_SIZES.last().expect("sizes"), large));
+    let line_to = CURVE_SIZES
+        .iter()
+        .position(|&b| b == PATH_LINE_TO)
+        .expect("a curve size");
+    let (small, large) = (out[1], out[line_to * PER_SIZE + 1]);
+    let path = fit_path_cost((CURVE_SIZES[0], small), (PATH_LINE_TO, large));
     let overhead_s = overhead_from_burst(BURST, out[n]).unwrap_or(0.0);
     if rank == 0 {
         let us = |t: f64| format!("{:.2}", t * 1e6);
@@ -257,6 +325,19 @@ mod tests {
         assert_eq!(host_mates(&hosts(vec![0, 1, 2, 2])), Some((2, 3)));
         assert_eq!(host_mates(&hosts(vec![0, 1, 2])), None);
         assert_eq!(host_mates(&hosts(vec![])), None);
+    }
+
+    #[test]
+    fn one_way_transfers_keep_the_settled_fastest_less_the_acknowledgement() {
+        // Slow first transfers, then settled, with one preempted transfer among them.
+        let trips = [98.8, 89.2, 83.3, 71.0, 70.4, 69.9, 1885.8, 70.5].map(|t| t * 1e-6);
+        let sends = [98.0, 88.0, 82.0, 70.2, 69.5, 69.1, 1885.0, 69.8].map(|t| t * 1e-6);
+        let (sender, one_way) = settled_one_way(&sends, &trips, 0.4e-6);
+        assert_eq!(sender, sends[5]);
+        assert!((one_way - 69.5e-6).abs() < 1e-12, "{one_way}");
+        // An acknowledgement reading larger than half the trip does not make it negative.
+        assert_eq!(settled_one_way(&[1e-6], &[2e-6], 5e-6), (1e-6, 1e-6));
+        assert_eq!(settled_one_way(&[], &[], 1e-6), (0.0, 0.0));
     }
 
     #[test]

@@ -8,13 +8,14 @@
 //! as in PLogP (Kielmann et al., 2000), every cost is a function of the message size, measured
 //! at a few sizes and interpolated between them:
 //! - `sender_s`: how long a blocking send keeps its sender (the next send starts no earlier);
-//! - `one_way_s`: half a ping-pong's round trip (when the receiver can use the data);
+//! - `one_way_s`: half a ping-pong's round trip, or from 256 KiB one way to a 0-byte
+//!   acknowledgement less that acknowledgement (when the receiver can use the data);
 //! - `late_recv_s`: how long a receive takes when the message is already there (a rank that
 //!   enters after its data pays only this);
 //! - `waits_for_receiver`: whether a send of that size made while the receiver is not yet in
 //!   the call waits for it (rendezvous) instead of leaving eagerly.
 //!
-//! The runtime measures powers of 2 from 8 B to 2 MiB (`runtime::calibrate`); sizes between
+//! The runtime measures powers of 2 from 8 B to 16 MiB (`runtime::calibrate`); sizes between
 //! are interpolated, and beyond the largest the curve goes on along its last slope.
 
 use super::plan_dag::PlanDag;
