@@ -501,10 +501,54 @@ fn burst_probe_finds_the_uplink_buckets(cluster: &Cluster) {
             let text = String::from_utf8_lossy(&text.stdout);
             assert_eq!(text.matches("passes a burst").count(), 6, "{text}");
             eprintln!("burst probe, job {}: {buckets:?}", attempt + 1);
+            burst_readings_are_kept_for_later_communicators(cluster);
             return;
         }
     }
     panic!("no job found the six uplink buckets:\n{}", seen.join("\n"));
+}
+
+/// A profiled job that makes world, then a split of it, then a duplicate of world
+/// (`check_bcast profile`): the duplicate's burst-probe pairs are world's pairs (the same
+/// processes), whose readings every rank kept, so it probes none of them again. The job caches
+/// topologies (`TREECAST_CACHE`), so the duplicate plans on world's tree and picks the same
+/// pairs; inferred again, its tree could differ (1 probe in 10 may).
+fn burst_readings_are_kept_for_later_communicators(cluster: &Cluster) {
+    let dir = TempDir::new("burstkept");
+    let profile = dir.0.join("profile.json");
+    let var = format!("TREECAST_PROFILE={}", profile.display());
+    let cache = format!("TREECAST_CACHE={}", dir.0.display());
+    let exe = example("check_bcast");
+    let args = [
+        "-x",
+        &var,
+        "-x",
+        &cache,
+        "-x",
+        "TREECAST_LOG=info",
+        exe.to_str().expect("utf-8 path"),
+        "profile",
+    ];
+    let out = cluster.mpirun_args("block", 1, &args);
+    assert!(out.status.success(), "check_bcast profile failed: {}", show(&out));
+    // One summary line per communicator that probed: world's first, the duplicate's last.
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let summaries: Vec<(usize, usize)> = stderr
+        .lines()
+        .filter_map(|l| {
+            let rest = l.split("treecast: burst probe: ").nth(1)?;
+            // "4 pairs (0 kept from an earlier communicator) in ..."
+            let words: Vec<&str> = rest.split_whitespace().collect();
+            let pairs = words.first()?.parse().ok()?;
+            let kept = words.get(2)?.trim_start_matches('(').parse().ok()?;
+            Some((pairs, kept))
+        })
+        .collect();
+    let (first, last) = (summaries.first(), summaries.last());
+    assert!(summaries.len() >= 2, "{}", show(&out));
+    let (world_pairs, world_kept) = *first.expect("world");
+    assert!(world_pairs > 0 && world_kept == 0, "{summaries:?}");
+    assert_eq!(*last.expect("duplicate"), (world_pairs, world_pairs), "{summaries:?}");
 }
 
 /// The same cluster with one core kept busy by a CPU hog for the whole case: 10 probes, at

@@ -7,13 +7,14 @@ use common::{assert_ok, example, mpirun};
 use treecast::profile::ProfileReport;
 
 /// Run `check_bcast MODE` on `np` ranks with `TREECAST_PROFILE` set to a fresh file (plus
-/// `env`), and load the profile it wrote; returns the job's directory and the profile.
+/// `env`), and load the profile it wrote; returns the job's directory, the profile's path, the
+/// profile and the job's standard error.
 fn profiled_job(
     tag: &str,
     np: u32,
     mode: &str,
     env: &[(&str, &str)],
-) -> (std::path::PathBuf, std::path::PathBuf, ProfileReport) {
+) -> (std::path::PathBuf, std::path::PathBuf, ProfileReport, String) {
     let dir = std::env::temp_dir().join(format!("treecast-{tag}-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let path = dir.join("profile.json");
@@ -23,14 +24,30 @@ fn profiled_job(
     let out = mpirun(np, &example("check_bcast"), &[mode], &all, 600);
     assert_ok(&out, 1, &format!("{mode} job"));
     let report = ProfileReport::load(&path).unwrap_or_else(|e| panic!("{e}"));
-    (dir, path, report)
+    (dir, path, report, String::from_utf8_lossy(&out.stderr).into_owned())
 }
 
 #[test]
 fn profile_counts_calls_and_bytes_exactly() {
     let np = 4;
-    let (dir, _, report) = profiled_job("profile", np, "profile", &[("TREECAST_PROFILE_COMPARE", "4")]);
+    let (dir, _, report, stderr) = profiled_job(
+        "profile",
+        np,
+        "profile",
+        &[("TREECAST_PROFILE_COMPARE", "4"), ("TREECAST_LOG", "info")],
+    );
     assert_eq!(report.world_size, np);
+    // The set-up calibration measured world's pair of host-mates (world ranks 0 and 1) and each
+    // half of the split (world ranks 0, 2 and 1, 3: other pairs); the duplicate of world has
+    // world's pair, whose readings every rank kept, so it measured nothing.
+    let lines = |kept: bool| {
+        stderr
+            .lines()
+            .filter(|l| l.contains("treecast: calibration between ranks 0 and 1 of one host"))
+            .filter(|l| l.contains("kept from an earlier communicator") == kept)
+            .count()
+    };
+    assert_eq!((lines(false), lines(true)), (3, 1), "{stderr}");
 
     let world = report
         .communicators
@@ -211,7 +228,7 @@ fn arrival_skew_is_told_from_transfer_time() {
     // Every call is timed on every rank (TREECAST_PROFILE_TIMING=all), so both sites have 40
     // aligned calls. Thresholds leave room for a busy 2-core machine (4 ranks share 2 cores).
     let np = 4;
-    let (dir, path, report) = profiled_job("arrival", np, "imbalance", &[("TREECAST_PROFILE_TIMING", "all")]);
+    let (dir, path, report, _) = profiled_job("arrival", np, "imbalance", &[("TREECAST_PROFILE_TIMING", "all")]);
     let path_s = path.to_string_lossy().into_owned();
     let world = &report.communicators[0];
     assert_eq!(world.sites.len(), 2, "{:#?}", world.sites);

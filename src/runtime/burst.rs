@@ -9,13 +9,15 @@
 //! other ranks asleep in a barrier meanwhile, then all taking the pair's readings), the pair's
 //! sender sends [`SIZES`] one at a time, each after a rest that lets a bucket refill, and times
 //! it to a one-byte acknowledgement; [`fit`] turns the times into a bucket, or none. Every
-//! rank fits the same broadcast readings, so all hold the same buckets. About 0.19 s per pair
+//! rank fits the same broadcast readings, so all hold the same buckets. A pair's readings are
+//! kept for the communicators made later (`super::setup_cache`). About 0.19 s per pair
 //! on the emulated cluster's 300 Mbit/s uplinks (770-780 ms for its 4 pairs); at most
 //! [`MAX_PAIRS`] pairs. Planning never reads the result; only predictions do
 //! (`estimate::bucket`).
 
+use super::setup_cache::{self, Key, Shared};
 use crate::error::Result;
-use crate::estimate::bucket::{fit, probe_pairs, LinkBucket};
+use crate::estimate::bucket::{fit, probe_pairs, LinkBucket, ProbePair, TokenBucket};
 use crate::exec::raw;
 use crate::topology::Topology;
 use mpi::ffi::MPI_Comm;
@@ -52,82 +54,37 @@ const TAG: c_int = 0x7c_a2;
 /// # Safety
 /// `comm` must be our valid duplicate communicator whose ranks `topo` describes; every rank
 /// calls this collectively with the same `topo`.
-pub unsafe fn measure(comm: MPI_Comm, rank: u32, topo: &Topology) -> Result<Vec<LinkBucket>> {
+pub unsafe fn measure(comm: MPI_Comm, rank: u32, topo: &Topology, shared: &Shared) -> Result<Vec<LinkBucket>> {
     let t0 = raw::wtime();
     let pairs = probe_pairs(topo, MAX_PAIRS);
+    let keys: Vec<Key> = pairs.iter().map(|p| shared.burst(p.from, p.to)).collect();
+    let kept = shared.lookup(comm, &keys, SIZES.len())?;
+    let n_kept = kept.iter().filter(|k| k.is_some()).count();
+    let probes = pairs
+        .iter()
+        .zip(&kept)
+        .any(|(p, k)| k.is_none() && (p.from == rank || p.to == rank));
     let largest = *SIZES.last().expect("sizes") as usize;
-    let mut buf: Vec<u8> = if pairs.iter().any(|p| p.from == rank || p.to == rank) {
+    let mut buf: Vec<u8> = if probes {
         (0..largest).map(|i| (i as u8).wrapping_mul(31) | 1).collect()
     } else {
         Vec::new()
     };
     let mut out: Vec<LinkBucket> = Vec::new();
-    for p in &pairs {
-        let slowest = p
-            .slow_links
-            .iter()
-            .map(|&d| topo.dir_params(d).bandwidth_bps)
-            .fold(f64::INFINITY, f64::min);
-        // The bucket holds what it held before the last transfer once that transfer's bytes
-        // are refilled (a quarter more for safety); the first rest covers a 1 MiB transfer
-        // of the previous pair.
-        let rest = |prev: u64| (1.25 * prev as f64 / slowest).clamp(REST_MIN_S, REST_MAX_S);
-        let mut times = [0.0f64; SIZES.len()];
-        let (from, to) = (p.from as c_int, p.to as c_int);
-        let mut ack = [0u8; 1];
-        if rank == p.from {
-            // An untimed exchange first: it opens the connection (made lazily by most
-            // transports).
-            raw::send(&ack, to, TAG, comm)?;
-            raw::recv(&mut ack, to, TAG, comm)?;
-            let mut prev = *SIZES.last().expect("sizes");
-            for (t, &s) in times.iter_mut().zip(&SIZES) {
-                *t = f64::INFINITY;
-                for _ in 0..reps(s) {
-                    std::thread::sleep(std::time::Duration::from_secs_f64(rest(prev)));
-                    prev = s;
-                    let t0 = raw::wtime();
-                    raw::send(&buf[..s as usize], to, TAG, comm)?;
-                    raw::recv(&mut ack, to, TAG, comm)?;
-                    *t = t.min(raw::wtime() - t0);
-                }
+    for ((p, kept), &key) in pairs.iter().zip(kept).zip(&keys) {
+        let reused = kept.is_some();
+        let times = match kept {
+            Some(t) => t,
+            None => {
+                let t = probe(comm, rank, topo, p, &mut buf)?;
+                setup_cache::keep(key, &t);
+                t
             }
-        } else if rank == p.to {
-            raw::recv(&mut ack, from, TAG, comm)?;
-            raw::send(&ack, from, TAG, comm)?;
-            for &s in &SIZES {
-                for _ in 0..reps(s) {
-                    raw::recv(&mut buf[..s as usize], from, TAG, comm)?;
-                    raw::send(&ack, from, TAG, comm)?;
-                }
-            }
-        }
-        // The others wait asleep (a rank spinning in a broadcast took the measuring pair's
-        // core: with 9 ranks on 2 cores, one job read the 300 Mbit/s uplinks at 175-786
-        // Mbit/s), then all take the readings.
-        let mut done = raw::ibarrier(comm)?;
-        super::mpi_prober::wait_politely(&mut done)?;
-        raw::bcast(&mut times, from, comm)?;
+        };
         let readings: Vec<(u64, f64)> = SIZES.iter().copied().zip(times).collect();
         let bucket = fit(&readings);
         if rank == 0 {
-            let us: Vec<String> = readings.iter().map(|(s, t)| format!("{s} B {:.1}", t * 1e6)).collect();
-            log::info!(
-                "treecast: burst probe ranks {} -> {} (us): {}; {}",
-                p.from,
-                p.to,
-                us.join(", "),
-                match bucket {
-                    Some(b) => format!(
-                        "a token bucket of {:.0} KB at {:.0} Mbit/s (at most {:.0}), then {:.0} Mbit/s",
-                        b.depth_bytes / 1e3,
-                        b.peak_bps * 8e-6,
-                        crate::estimate::bucket::MAX_PEAK_BPS * 8e-6,
-                        b.sustained_bps * 8e-6
-                    ),
-                    None => "no burst".into(),
-                }
-            );
+            log_pair(p, &readings, bucket, reused);
         }
         let Some(bucket) = bucket else { continue };
         for d in &p.slow_links {
@@ -146,11 +103,93 @@ pub unsafe fn measure(comm: MPI_Comm, rank: u32, topo: &Topology) -> Result<Vec<
     }
     if rank == 0 {
         log::info!(
-            "treecast: burst probe: {} pairs in {:.0} ms, {} link directions with a token bucket",
+            "treecast: burst probe: {} pairs ({} kept from an earlier communicator) in {:.0} ms, {} \
+             link directions with a token bucket",
             pairs.len(),
+            n_kept,
             (raw::wtime() - t0) * 1e3,
             out.len()
         );
     }
     Ok(out)
+}
+
+/// Collective: pair `p` times [`SIZES`] while the others wait; every rank returns the
+/// fastest time per size (`buf`: the largest size's written data on the pair's ranks).
+///
+/// # Safety
+/// As [`measure`].
+unsafe fn probe(comm: MPI_Comm, rank: u32, topo: &Topology, p: &ProbePair, buf: &mut [u8]) -> Result<Vec<f64>> {
+    let slowest = p
+        .slow_links
+        .iter()
+        .map(|&d| topo.dir_params(d).bandwidth_bps)
+        .fold(f64::INFINITY, f64::min);
+    // The bucket holds what it held before the last transfer once that transfer's bytes
+    // are refilled (a quarter more for safety); the first rest covers a 1 MiB transfer
+    // of the previous pair.
+    let rest = |prev: u64| (1.25 * prev as f64 / slowest).clamp(REST_MIN_S, REST_MAX_S);
+    let mut times = [0.0f64; SIZES.len()];
+    let (from, to) = (p.from as c_int, p.to as c_int);
+    let mut ack = [0u8; 1];
+    if rank == p.from {
+        // An untimed exchange first: it opens the connection (made lazily by most
+        // transports).
+        raw::send(&ack, to, TAG, comm)?;
+        raw::recv(&mut ack, to, TAG, comm)?;
+        let mut prev = *SIZES.last().expect("sizes");
+        for (t, &s) in times.iter_mut().zip(&SIZES) {
+            *t = f64::INFINITY;
+            for _ in 0..reps(s) {
+                std::thread::sleep(std::time::Duration::from_secs_f64(rest(prev)));
+                prev = s;
+                let t0 = raw::wtime();
+                raw::send(&buf[..s as usize], to, TAG, comm)?;
+                raw::recv(&mut ack, to, TAG, comm)?;
+                *t = t.min(raw::wtime() - t0);
+            }
+        }
+    } else if rank == p.to {
+        raw::recv(&mut ack, from, TAG, comm)?;
+        raw::send(&ack, from, TAG, comm)?;
+        for &s in &SIZES {
+            for _ in 0..reps(s) {
+                raw::recv(&mut buf[..s as usize], from, TAG, comm)?;
+                raw::send(&ack, from, TAG, comm)?;
+            }
+        }
+    }
+    // The others wait asleep (a rank spinning in a broadcast took the measuring pair's
+    // core: with 9 ranks on 2 cores, one job read the 300 Mbit/s uplinks at 175-786
+    // Mbit/s), then all take the readings.
+    let mut done = raw::ibarrier(comm)?;
+    super::mpi_prober::wait_politely(&mut done)?;
+    raw::bcast(&mut times, from, comm)?;
+    Ok(times.to_vec())
+}
+
+/// The info log line of one pair's readings and fit.
+fn log_pair(p: &ProbePair, readings: &[(u64, f64)], bucket: Option<TokenBucket>, reused: bool) {
+    let us: Vec<String> = readings.iter().map(|(s, t)| format!("{s} B {:.1}", t * 1e6)).collect();
+    log::info!(
+        "treecast: burst probe ranks {} -> {}{} (us): {}; {}",
+        p.from,
+        p.to,
+        if reused {
+            ", kept from an earlier communicator"
+        } else {
+            ""
+        },
+        us.join(", "),
+        match bucket {
+            Some(b) => format!(
+                "a token bucket of {:.0} KB at {:.0} Mbit/s (at most {:.0}), then {:.0} Mbit/s",
+                b.depth_bytes / 1e3,
+                b.peak_bps * 8e-6,
+                crate::estimate::bucket::MAX_PEAK_BPS * 8e-6,
+                b.sustained_bps * 8e-6
+            ),
+            None => "no burst".into(),
+        }
+    );
 }

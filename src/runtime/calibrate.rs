@@ -18,11 +18,14 @@
 //!
 //! Then a burst of [`BURST`] small non-blocking sends (the per-message overhead at the sender,
 //! used between hosts when there is no token ring). The lower of the pair broadcasts the
-//! numbers, so every rank holds the same calibration. About 85 ms on the VM, most of it the
-//! transfers of 4-16 MiB (2 ranks: the communicator was ready in 82-90 ms, 3 ms without), only when profiling is configured (on rank 0, which decides for all);
-//! `TREECAST_CALIBRATE=0` skips it. Planning never reads it.
+//! numbers, so every rank holds the same calibration, and keeps them for the communicators made
+//! later that have the same pair (`super::setup_cache`). About 85 ms on the VM, most of it the
+//! transfers of 4-16 MiB (2 ranks: the communicator was ready in 82-90 ms, 3 ms without), only
+//! when profiling is configured (on rank 0, which decides for all); `TREECAST_CALIBRATE=0`
+//! skips it. Planning never reads it.
 
 use super::hosts::Hosts;
+use super::setup_cache::{self, Shared};
 use crate::error::Result;
 use crate::estimate::calibrate::{fit_path_cost, median, overhead_from_burst, split_overhead, Calibration};
 use crate::estimate::send_curve::{SendCost, SendCurve};
@@ -214,12 +217,32 @@ pub fn curve_from_readings(readings: &[f64]) -> Option<SendCurve> {
 ///
 /// # Safety
 /// `comm` must be our valid duplicate communicator; every rank calls this collectively.
-pub unsafe fn measure(comm: MPI_Comm, rank: u32, hosts: &Hosts) -> Result<Option<Calibration>> {
+pub unsafe fn measure(comm: MPI_Comm, rank: u32, hosts: &Hosts, shared: &Shared) -> Result<Option<Calibration>> {
     let Some((a, b)) = host_mates(hosts) else {
         return Ok(None);
     };
-    // PER_SIZE numbers per curve size, then the burst; zeros mean no reading. The higher rank's
-    // late receives are sent to the lower one, which broadcasts everything.
+    let n = CURVE_SIZES.len() * PER_SIZE;
+    let key = shared.host_mates(a, b);
+    let kept = shared.lookup(comm, &[key], n + 1)?.pop().flatten();
+    let reused = kept.is_some();
+    let out = match kept {
+        Some(out) => out,
+        None => {
+            let out = readings(comm, rank, (a, b))?;
+            setup_cache::keep(key, &out);
+            out
+        }
+    };
+    calibration(rank, (a, b), &out, reused)
+}
+
+/// Collective: the pair `(a, b)` measures, the others wait; every rank returns the readings:
+/// `PER_SIZE` numbers per curve size, then the burst (zeros mean no reading).
+///
+/// # Safety
+/// As [`measure`].
+unsafe fn readings(comm: MPI_Comm, rank: u32, (a, b): (u32, u32)) -> Result<Vec<f64>> {
+    // The higher rank's late receives are sent to the lower one, which broadcasts everything.
     let n = CURVE_SIZES.len() * PER_SIZE;
     let mut out = vec![0.0f64; n + 1];
     if rank == a || rank == b {
@@ -258,6 +281,13 @@ pub unsafe fn measure(comm: MPI_Comm, rank: u32, hosts: &Hosts) -> Result<Option
         }
     }
     raw::bcast(&mut out, a as c_int, comm)?;
+    Ok(out)
+}
+
+/// The calibration from the pair `(a, b)`'s readings (`reused`: kept from an earlier
+/// communicator, which the log says).
+fn calibration(rank: u32, (a, b): (u32, u32), out: &[f64], reused: bool) -> Result<Option<Calibration>> {
+    let n = CURVE_SIZES.len() * PER_SIZE;
     let curve = curve_from_readings(&out[..n]);
     let line_to = CURVE_SIZES
         .iter()
@@ -287,7 +317,12 @@ pub unsafe fn measure(comm: MPI_Comm, rank: u32, hosts: &Hosts) -> Result<Option
             })
             .collect();
         log::info!(
-            "treecast: calibration between ranks {a} and {b} of one host (us): {}; {} per send issued",
+            "treecast: calibration between ranks {a} and {b} of one host{} (us): {}; {} per send issued",
+            if reused {
+                ", kept from an earlier communicator"
+            } else {
+                ""
+            },
             points.join("; "),
             us(overhead_s)
         );

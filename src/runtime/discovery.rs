@@ -298,9 +298,10 @@ unsafe fn calibrate(
     if flag == 0 {
         return Ok((None, Vec::new()));
     }
-    let calibration = super::calibrate::measure(comm, rank, hosts)?;
+    let shared = super::setup_cache::Shared::new(comm)?;
+    let calibration = super::calibrate::measure(comm, rank, hosts, &shared)?;
     let buckets = match topology {
-        Some(t) if slow_links => super::burst::measure(comm, rank, t)?,
+        Some(t) if slow_links => super::burst::measure(comm, rank, t, &shared)?,
         _ => Vec::new(),
     };
     Ok((calibration, buckets))

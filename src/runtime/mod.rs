@@ -13,6 +13,7 @@ pub mod mpi_prober;
 pub mod pin;
 pub mod plans;
 pub mod route;
+pub mod setup_cache;
 pub mod state;
 
 pub use bcast::{bcast, bcast_with, CallOptions};
