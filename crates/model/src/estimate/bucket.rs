@@ -259,23 +259,43 @@ pub struct ProbePair {
     pub slow_links: Vec<DirLink>,
 }
 
-/// Links whose rate is under this fraction of the fastest link's are probed for a bucket: the
-/// oversubscribed ones, where a burst allowance changes what a broadcast costs.
-pub const SLOW_LINK_FRACTION: f64 = 0.5;
+/// The widest gap between the rates of a tree's links must be at least this factor for the
+/// links below it to count as slow: the oversubscribed ones, where a burst allowance changes
+/// what a broadcast costs.
+pub const SLOW_LINK_GAP: f64 = 2.0;
+
+/// The rate under which a link direction of `rates` (the tree's links, rank-to-host links
+/// excluded) is slow: the geometric middle of the widest ratio between two consecutive rates,
+/// if that ratio is at least [`SLOW_LINK_GAP`]; `None` when no link stands apart. Not a fraction
+/// of the fastest link: under load the bandwidth map reads host links anywhere from a fifth
+/// to all of their rate, and with "under half the fastest" four of four jobs with a CPU hog
+/// beside probed host links of the emulated 3x3 too (6-8 pairs instead of 4), while its 300
+/// Mbit/s uplinks stayed over 7x below every host link.
+pub fn slow_rate_threshold(rates: impl IntoIterator<Item = f64>) -> Option<f64> {
+    let mut r: Vec<f64> = rates.into_iter().filter(|b| b.is_finite() && *b > 0.0).collect();
+    r.sort_by(f64::total_cmp);
+    let (lo, hi) = r
+        .windows(2)
+        .map(|w| (w[0], w[1]))
+        .max_by(|x, y| (x.1 / x.0).total_cmp(&(y.1 / y.0)))?;
+    (hi / lo >= SLOW_LINK_GAP).then(|| (lo * hi).sqrt())
+}
 
 /// Pairs whose transfers cover every slow link direction of `topo` (rate under
-/// [`SLOW_LINK_FRACTION`] of the fastest link; rank-to-host links excluded), slowest first,
-/// at most `max_pairs`: for each direction not yet on a chosen path, the lowest rank on its
-/// sending side to the lowest rank on its receiving side.
+/// [`slow_rate_threshold`]; rank-to-host links excluded), slowest first, at most `max_pairs`:
+/// for each direction not yet on a chosen path, the lowest rank on its sending side to the
+/// lowest rank on its receiving side.
 pub fn probe_pairs(topo: &Topology, max_pairs: usize) -> Vec<ProbePair> {
     let is_rank = |v: usize| topo.vertex(v).kind == VertexKind::Rank;
     let links = topo.links();
-    let fastest = links
-        .iter()
-        .filter(|l| !is_rank(l.a) && !is_rank(l.b))
-        .flat_map(|l| [l.ab.bandwidth_bps, l.ba.bandwidth_bps])
-        .filter(|b| b.is_finite())
-        .fold(0.0f64, f64::max);
+    let Some(threshold) = slow_rate_threshold(
+        links
+            .iter()
+            .filter(|l| !is_rank(l.a) && !is_rank(l.b))
+            .flat_map(|l| [l.ab.bandwidth_bps, l.ba.bandwidth_bps]),
+    ) else {
+        return Vec::new();
+    };
     let mut slow: Vec<(f64, DirLink)> = Vec::new();
     for (i, l) in links.iter().enumerate() {
         if is_rank(l.a) || is_rank(l.b) {
@@ -283,7 +303,7 @@ pub fn probe_pairs(topo: &Topology, max_pairs: usize) -> Vec<ProbePair> {
         }
         for forward in [true, false] {
             let bw = l.dir(forward).bandwidth_bps;
-            if bw < SLOW_LINK_FRACTION * fastest {
+            if bw < threshold {
                 slow.push((bw, DirLink { link: i, forward }));
             }
         }
@@ -335,7 +355,7 @@ pub fn probe_pairs(topo: &Topology, max_pairs: usize) -> Vec<ProbePair> {
         let slow_links = path
             .into_iter()
             .filter(|p| !is_rank(links[p.link].a) && !is_rank(links[p.link].b))
-            .filter(|&p| topo.dir_params(p).bandwidth_bps < SLOW_LINK_FRACTION * fastest)
+            .filter(|&p| topo.dir_params(p).bandwidth_bps < threshold)
             .collect();
         out.push(ProbePair { from, to, slow_links });
     }
@@ -461,6 +481,39 @@ mod tests {
         assert_eq!(probe_pairs(&topo, 1).len(), 1);
         // Nothing slow, nothing to probe.
         assert!(probe_pairs(&three_by_two(1.5e9), 16).is_empty());
+    }
+
+    #[test]
+    fn slow_links_are_those_below_the_widest_gap_between_rates() {
+        // The emulated 3x3 under a CPU hog: uplinks at 300 Mbit/s, host links read from 2 to
+        // 16 Gbit/s. Half the fastest would take the 2-6 Gbit/s host links too.
+        let gbit = 1e9 / 8.0;
+        let loaded = [0.3, 0.29, 0.31, 2.0, 3.5, 6.0, 9.0, 12.5, 16.0].map(|g| g * gbit);
+        let t = slow_rate_threshold(loaded).unwrap();
+        assert!(t > 0.31 * gbit && t < 2.0 * gbit, "{t}");
+        // Two rates 1.5x apart: nothing stands apart. Fewer than two rates: nothing to compare.
+        assert_eq!(slow_rate_threshold([1e9, 1.5e9, 1.2e9]), None);
+        assert_eq!(slow_rate_threshold([1e9]), None);
+        assert_eq!(slow_rate_threshold([f64::NAN, 0.0, 1e9]), None);
+        // Three tiers: the widest gap decides (100 -> 40 is 2.5x, 40 -> 10 is 4x).
+        let t = slow_rate_threshold([100.0, 100.0, 40.0, 10.0, 10.0]).unwrap();
+        assert!(t > 10.0 && t < 40.0, "{t}");
+        // On a tree: a host link read at a third of the others is not probed; the uplinks are.
+        let mut topo = three_by_two(37.5e6);
+        let host_link = (0..topo.links().len())
+            .find(|&l| topo.link(l).ab.bandwidth_bps == 1.5e9)
+            .unwrap();
+        topo = {
+            let mut b = topo.to_builder();
+            b.links[host_link].ab.bandwidth_bps = 0.5e9;
+            b.build().unwrap()
+        };
+        let pairs = probe_pairs(&topo, 16);
+        assert!(!pairs.is_empty());
+        assert!(pairs
+            .iter()
+            .flat_map(|p| &p.slow_links)
+            .all(|d| topo.dir_params(*d).bandwidth_bps < 1e8));
     }
 
     #[test]
