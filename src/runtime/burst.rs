@@ -15,6 +15,7 @@
 //! [`MAX_PAIRS`] pairs. Planning never reads the result; only predictions do
 //! (`estimate::bucket`).
 
+use super::mpi_prober::wait_yielding;
 use super::setup_cache::{self, Key, Shared};
 use crate::error::Result;
 use crate::estimate::bucket::{fit, probe_pairs, LinkBucket, ProbePair, TokenBucket};
@@ -144,8 +145,13 @@ unsafe fn probe(comm: MPI_Comm, rank: u32, topo: &Topology, p: &ProbePair, buf: 
                 std::thread::sleep(std::time::Duration::from_secs_f64(rest(prev)));
                 prev = s;
                 let t0 = raw::wtime();
-                raw::send(&buf[..s as usize], to, TAG, comm)?;
-                raw::recv(&mut ack, to, TAG, comm)?;
+                // Waiting yields the core between tests instead of spinning in MPI: with a
+                // CPU hog on one core, the pair shares the other, and a spinning sender kept
+                // its receiver off it for scheduler slices (4 KiB read 0.3-4 ms, not 26 us).
+                let mut sent = raw::isend_bytes(buf.as_ptr(), s, to, TAG, comm)?;
+                wait_yielding(&mut sent)?;
+                let mut acked = raw::irecv_bytes(ack.as_mut_ptr(), 1, to, TAG, comm)?;
+                wait_yielding(&mut acked)?;
                 *t = t.min(raw::wtime() - t0);
             }
         }
@@ -154,7 +160,8 @@ unsafe fn probe(comm: MPI_Comm, rank: u32, topo: &Topology, p: &ProbePair, buf: 
         raw::send(&ack, from, TAG, comm)?;
         for &s in &SIZES {
             for _ in 0..reps(s) {
-                raw::recv(&mut buf[..s as usize], from, TAG, comm)?;
+                let mut got = raw::irecv_bytes(buf.as_mut_ptr(), s, from, TAG, comm)?;
+                wait_yielding(&mut got)?;
                 raw::send(&ack, from, TAG, comm)?;
             }
         }

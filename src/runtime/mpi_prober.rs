@@ -188,7 +188,7 @@ pub(super) fn wait_politely(req: &mut MPI_Request) -> Result<()> {
 
 /// Wait for `req` promptly, yielding the CPU between tests: a measuring rank must react at once,
 /// but a peer sharing its core must still get to run.
-fn wait_yielding(req: &mut MPI_Request) -> Result<()> {
+pub(super) fn wait_yielding(req: &mut MPI_Request) -> Result<()> {
     // SAFETY: no preconditions.
     wait_testing(req, || unsafe {
         libc::sched_yield();
