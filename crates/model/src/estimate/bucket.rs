@@ -267,10 +267,11 @@ pub const SLOW_LINK_GAP: f64 = 2.0;
 /// The rate under which a link direction of `rates` (the tree's links, rank-to-host links
 /// excluded) is slow: the geometric middle of the widest ratio between two consecutive rates,
 /// if that ratio is at least [`SLOW_LINK_GAP`]; `None` when no link stands apart. Not a fraction
-/// of the fastest link: under load the bandwidth map reads host links anywhere from a fifth
-/// to all of their rate, and with "under half the fastest" four of four jobs with a CPU hog
-/// beside probed host links of the emulated 3x3 too (6-8 pairs instead of 4), while its 300
-/// Mbit/s uplinks stayed over 7x below every host link.
+/// of the fastest link: under load the bandwidth map rates some host links under half the
+/// fastest, and with "under half the fastest" four of four jobs with a CPU hog beside probed
+/// host links of the emulated 3x3 too (6-8 pairs instead of 4). The widest gap still lay
+/// between its 300 Mbit/s uplinks and every host link: with this test, 4 of 4 hog jobs
+/// probed only the uplinks' 4 pairs.
 pub fn slow_rate_threshold(rates: impl IntoIterator<Item = f64>) -> Option<f64> {
     let mut r: Vec<f64> = rates.into_iter().filter(|b| b.is_finite() && *b > 0.0).collect();
     r.sort_by(f64::total_cmp);
