@@ -486,8 +486,9 @@ mod tests {
 
     #[test]
     fn slow_links_are_those_below_the_widest_gap_between_rates() {
-        // The emulated 3x3 under a CPU hog: uplinks at 300 Mbit/s, host links read from 2 to
-        // 16 Gbit/s. Half the fastest would take the 2-6 Gbit/s host links too.
+        // Rates like a loaded 3x3's (illustrative, not a recorded map): uplinks at 300 Mbit/s,
+        // host links read from 2 to 16 Gbit/s. Half the fastest would take the 2-6 Gbit/s host
+        // links too.
         let gbit = 1e9 / 8.0;
         let loaded = [0.3, 0.29, 0.31, 2.0, 3.5, 6.0, 9.0, 12.5, 16.0].map(|g| g * gbit);
         let t = slow_rate_threshold(loaded).unwrap();
