@@ -60,8 +60,9 @@ pub const LARGE_REPS: usize = 6;
 /// trips. A round trip with a send and a receive buffer on each rank touches four buffers of
 /// the size, a broadcast between two ranks two (the root's and the receiver's). Once four no
 /// longer fit the caches, the round trip reads slower than the broadcast: a 4 MiB round trip
-/// read 367-407 us one way, against 277-289 us for 4 MiB broadcasts, and 1 MiB read 78-86 us
-/// against 69-71 us. Below it the acknowledgement's own time would be too large a part.
+/// read 367-407 us one way, against 277-289 us for 4 MiB broadcasts (3 runs, 2026-11-27), and
+/// 1 MiB round trips predicted two-rank broadcasts 12-48% slow in 11 of 20 runs (README).
+/// Below it the acknowledgement's own time would be too large a part.
 pub const STREAM_FROM: u64 = 256 << 10;
 
 /// The largest size of the latency-bandwidth line put on rank-to-host links between hosts
