@@ -48,6 +48,34 @@ fn profile_counts_calls_and_bytes_exactly() {
             .count()
     };
     assert_eq!((lines(false), lines(true)), (3, 1), "{stderr}");
+    // World and its duplicate (4 ranks on one host) timed the library's broadcast and fitted a
+    // scale of the host-mates' costs at each size; the halves (2 ranks) did not.
+    let fits: Vec<&str> = stderr
+        .lines()
+        .filter_map(|l| l.split_once("timed at set-up on one host of 4 ranks").map(|(_, r)| r))
+        .collect();
+    assert_eq!(fits.len(), 2, "{stderr}");
+    assert!(!stderr.contains("timed at set-up on one host of 2 ranks"), "{stderr}");
+    let (lo, hi) = treecast::estimate::curve_fit::SCALE_RANGE;
+    for f in fits {
+        let sizes: Vec<&str> = f.split_once("): ").expect("readings").1.split(" | ").collect();
+        assert_eq!(sizes.len(), treecast::runtime::library_fit::FIT_SIZES.len(), "{f}");
+        for s in sizes {
+            // Each pass's factor follows " x", then the kept one.
+            let scales: Vec<f64> = s
+                .split(" x")
+                .skip(1)
+                .map(|x| {
+                    x.split_whitespace()
+                        .next()
+                        .and_then(|v| v.trim_end_matches([',', ';']).parse().ok())
+                })
+                .map(|v| v.unwrap_or(f64::NAN))
+                .collect();
+            assert_eq!(scales.len(), treecast::runtime::library_fit::PASSES + 1, "{s} in {f}");
+            assert!(scales.iter().all(|x| (lo..=hi).contains(x)), "{s} in {f}");
+        }
+    }
 
     let world = report
         .communicators

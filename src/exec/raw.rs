@@ -667,6 +667,12 @@ pub fn allreduce_max<T: Element>(send: &[T], recv: &mut [T], comm: MPI_Comm) -> 
     )
 }
 
+/// A barrier on `comm` (collective).
+pub fn barrier(comm: MPI_Comm) -> Result<()> {
+    // SAFETY: comm is a valid communicator handle; no buffers.
+    check(unsafe { ffi::PMPI_Barrier(comm) }, "MPI_Barrier")
+}
+
 /// Start a barrier on `comm` (collective); complete it with [`test`] or [`wait_all`].
 pub fn ibarrier(comm: MPI_Comm) -> Result<MPI_Request> {
     let mut req = null_request();

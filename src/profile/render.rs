@@ -211,7 +211,8 @@ fn error_text(o: &mut String, c: &CommReport, mpi_library: &str) {
         let _ = writeln!(
             o,
             "  note: {} ranks share {} CPUs on {}: a rank also waits for a core, which the \
-             predictions do not model",
+             per-message model does not see (on one host of 3 or more ranks the predictions \
+             follow the library broadcasts timed at set-up)",
             sc.ranks,
             sc.cpus,
             sc.hosts.join(", ")

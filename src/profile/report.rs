@@ -36,7 +36,8 @@ pub struct CommReport {
     #[serde(default)]
     pub routes: Vec<RouteReport>,
     /// Kernels on which this communicator's ranks outnumber the CPUs they may use: there a
-    /// rank also waits for a core, which predictions do not model.
+    /// rank also waits for a core, which the per-message model does not see (on one host of 3
+    /// or more ranks the predictions follow the library broadcasts timed at set-up).
     #[serde(default)]
     pub shared_cpus: Vec<SharedCpus>,
     /// Token buckets the set-up burst probe found on the network's slow links (what

@@ -22,7 +22,8 @@
 //! later that have the same pair (`super::setup_cache`). About 85 ms on the VM, most of it the
 //! transfers of 4-16 MiB (2 ranks: the communicator was ready in 82-90 ms, 3 ms without), only
 //! when profiling is configured (on rank 0, which decides for all); `TREECAST_CALIBRATE=0`
-//! skips it. Planning never reads it.
+//! skips it. Planning never reads it. Where every rank is on one host and there are three or
+//! more, [`super::library_fit`] then times the library's broadcast and scales the curve to it.
 
 use super::hosts::Hosts;
 use super::setup_cache::{self, Shared};
@@ -234,7 +235,16 @@ pub unsafe fn measure(comm: MPI_Comm, rank: u32, hosts: &Hosts, shared: &Shared)
             out
         }
     };
-    calibration(rank, (a, b), &out, reused)
+    let Some(mut c) = calibration(rank, (a, b), &out, reused)? else {
+        return Ok(None);
+    };
+    if let (true, Some(curve)) = (super::library_fit::applies(hosts), &c.send_curve) {
+        let nranks = hosts.host_of.len() as u32;
+        if let Some(scale) = super::library_fit::measure(comm, rank, nranks, curve, c.overhead_s)? {
+            c.send_curve = Some(scale.apply(curve));
+        }
+    }
+    Ok(Some(c))
 }
 
 /// Collective: the pair `(a, b)` measures, the others wait; every rank returns the readings:

@@ -9,6 +9,7 @@ pub mod discovery;
 pub mod external;
 pub mod hosts;
 pub mod last_call;
+pub mod library_fit;
 pub mod mpi_prober;
 pub mod pin;
 pub mod plans;

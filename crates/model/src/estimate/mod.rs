@@ -20,6 +20,7 @@
 
 pub mod bucket;
 pub mod calibrate;
+pub mod curve_fit;
 mod error;
 mod fastmath;
 mod grid;

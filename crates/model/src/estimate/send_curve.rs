@@ -66,6 +66,26 @@ impl SendCurve {
         &self.points
     }
 
+    /// The curve with each point's times multiplied by `factor(bytes)` (a factor that is not
+    /// finite and positive leaves the point as it is).
+    pub fn scaled(&self, factor: impl Fn(u64) -> f64) -> SendCurve {
+        let points = self
+            .points
+            .iter()
+            .map(|p| {
+                let f = factor(p.bytes);
+                let f = if f.is_finite() && f > 0.0 { f } else { 1.0 };
+                SendCost {
+                    sender_s: p.sender_s * f,
+                    one_way_s: p.one_way_s * f,
+                    late_recv_s: p.late_recv_s * f,
+                    ..*p
+                }
+            })
+            .collect();
+        SendCurve { points }
+    }
+
     /// The costs of a message of `bytes`: linear between the two measured sizes around it,
     /// the first point's below the smallest, and beyond the largest extended along the last
     /// segment's per-byte slope (bandwidth-bound there). A size waits for its receiver when
