@@ -85,6 +85,21 @@ fn profile_counts_calls_and_bytes_exactly() {
     assert_eq!(world.size, np);
     assert_eq!(world.hosts.len(), np as usize);
     assert_eq!(world.sites.len(), 2, "{:#?}", world.sites);
+    // The library's broadcast timed at set-up is in the profile: every size, a positive median
+    // per pass and the scale kept; none for the 2-rank halves of the split.
+    let sizes = &treecast::runtime::library_fit::FIT_SIZES;
+    assert_eq!(
+        world.library_timing.iter().map(|t| t.bytes).collect::<Vec<u64>>(),
+        sizes.to_vec()
+    );
+    for t in &world.library_timing {
+        assert_eq!(t.pass_median_s.len(), treecast::runtime::library_fit::PASSES, "{t:?}");
+        assert!(t.pass_median_s.iter().all(|&m| m > 0.0 && m < 1.0), "{t:?}");
+        assert!(t.scale.is_some_and(|x| (lo..=hi).contains(&x)), "{t:?}");
+    }
+    for c in report.communicators.iter().filter(|c| c.size < np) {
+        assert!(c.library_timing.is_empty(), "{}: {:?}", c.label, c.library_timing);
+    }
     // Every rank's offset to rank 0 was measured at set-up and at the gather, and the drift
     // between them, by which times in between are mapped, is a plausible one.
     assert_eq!(world.clocks.len(), np as usize);

@@ -419,6 +419,7 @@ fn merge(st: &dyn ProfiledComm, ranks: &[RankWire]) -> CommReport {
         routes: st.routes(),
         shared_cpus,
         link_buckets: st.link_buckets(),
+        library_timing: st.library_timing(),
     }
 }
 

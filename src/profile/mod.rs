@@ -289,6 +289,8 @@ pub trait ProfiledComm {
     ) -> Vec<Option<Vec<f64>>>;
     /// The token buckets predictions charge (found at set-up; empty without).
     fn link_buckets(&self) -> Vec<report::LinkBucketReport>;
+    /// The library's broadcast timed at set-up on one host (empty without).
+    fn library_timing(&self) -> Vec<report::LibraryTimingReport>;
     /// The route chosen for every (root, size class) used so far, in order.
     fn routes(&self) -> Vec<report::RouteReport>;
 }

@@ -218,6 +218,9 @@ fn error_text(o: &mut String, c: &CommReport, mpi_library: &str) {
             sc.hosts.join(", ")
         );
     }
+    if !c.library_timing.is_empty() {
+        let _ = writeln!(o, "{}", library_timing_note(&c.library_timing));
+    }
     for b in &c.link_buckets {
         // A peak at the fit's cap means the bucket's bytes took no measurable time.
         let peak = if b.peak_bps >= crate::estimate::bucket::MAX_PEAK_BPS {
@@ -237,6 +240,40 @@ fn error_text(o: &mut String, c: &CommReport, mpi_library: &str) {
 }
 
 /// One line per (root, size class): the route its calls took and why (with a trial's times).
+/// The note on the library's broadcast timed at set-up: what each size read per pass and the
+/// scale kept, then the sizes whose passes disagree (the host's state changed during set-up,
+/// so their predictions rest on a reading the job's calls may not find).
+fn library_timing_note(timing: &[super::report::LibraryTimingReport]) -> String {
+    let sizes: Vec<String> = timing
+        .iter()
+        .map(|t| {
+            let passes: Vec<String> = t.pass_median_s.iter().map(|&s| us(s)).collect();
+            let scale = t.scale.map_or("no fit".to_string(), |s| format!("x{s:.2}"));
+            format!("{} {} us {scale}", fmt_bytes(t.bytes), passes.join("/"))
+        })
+        .collect();
+    let mut note = format!(
+        "  note: one-host predictions follow the library's MPI_Bcast timed at set-up (median rank's \
+         time per pass, and the scale of the host-mates' costs): {}",
+        sizes.join(", ")
+    );
+    let unsure: Vec<String> = timing
+        .iter()
+        .filter(|t| crate::estimate::curve_fit::passes_disagree(&t.pass_median_s))
+        .map(|t| fmt_bytes(t.bytes))
+        .collect();
+    if !unsure.is_empty() {
+        let _ = write!(
+            note,
+            "\n  note: uncertain near {}: the set-up passes read more than {:.0}% apart, so this \
+             host's speed changed while it was timed and the job's calls may find either",
+            unsure.join(", "),
+            crate::estimate::curve_fit::PASS_SPREAD * 100.0
+        );
+    }
+    note
+}
+
 fn routes_text(o: &mut String, c: &CommReport) {
     if c.routes.is_empty() {
         return;
@@ -815,6 +852,7 @@ mod tests {
                 clocks: Vec::new(),
                 shared_cpus: Vec::new(),
                 link_buckets: Vec::new(),
+                library_timing: Vec::new(),
                 routes: vec![RouteReport {
                     root: 0,
                     class: 10,
@@ -1087,6 +1125,40 @@ mod tests {
     /// The report says what the predictions do not model where it matters: ranks outnumbering
     /// their CPUs, and the library's MPI_Bcast under a library other than Open MPI (predicted
     /// with Open MPI's algorithms).
+    #[test]
+    fn library_timing_is_noted_and_disagreeing_passes_flagged() {
+        use super::super::report::LibraryTimingReport;
+        let mut r = sample();
+        assert!(!text(&r).contains("timed at set-up"));
+        r.communicators[0].library_timing = vec![
+            LibraryTimingReport {
+                bytes: 1024,
+                pass_median_s: vec![3.1e-6, 1.8e-6],
+                scale: Some(1.5),
+            },
+            LibraryTimingReport {
+                bytes: 262144,
+                pass_median_s: vec![24.9e-6, 25.1e-6],
+                scale: Some(1.44),
+            },
+            LibraryTimingReport {
+                bytes: 1 << 20,
+                pass_median_s: vec![184.5e-6, 190.0e-6],
+                scale: None,
+            },
+        ];
+        let t = text(&r);
+        assert!(
+            t.contains("1 KiB 3.10/1.80 us x1.50, 256 KiB 24.90/25.10 us x1.44, 1 MiB 184.50/190.00 us no fit"),
+            "{t}"
+        );
+        assert!(
+            t.contains("note: uncertain near 1 KiB: the set-up passes read more than 25% apart"),
+            "{t}"
+        );
+        assert!(!t.contains("uncertain near 1 KiB, 256 KiB"), "{t}");
+    }
+
     #[test]
     fn predictions_say_what_they_do_not_model() {
         let mut r = sample();

@@ -45,6 +45,21 @@ pub struct CommReport {
     /// reports also travel between ranks in postcard, which cannot skip a field.
     #[serde(default)]
     pub link_buckets: Vec<LinkBucketReport>,
+    /// The library's broadcast timed at set-up, per size, where the communicator is one host
+    /// of three ranks or more (`runtime::library_fit`): what one-host predictions are scaled
+    /// to. Empty elsewhere.
+    #[serde(default)]
+    pub library_timing: Vec<LibraryTimingReport>,
+}
+
+/// One size of the library's broadcast timed at set-up.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct LibraryTimingReport {
+    pub bytes: u64,
+    /// Per pass: the median over calls of the median rank's time in the call.
+    pub pass_median_s: Vec<f64>,
+    /// The factor the host-mates' costs were scaled by (`None`: no fit).
+    pub scale: Option<f64>,
 }
 
 /// A token bucket on one direction of a link.

@@ -14,7 +14,7 @@
 
 use super::hosts::Hosts;
 use crate::error::Result;
-use crate::estimate::curve_fit::{fit_scale, CurveScale, TimedCall};
+use crate::estimate::curve_fit::{fit_scale, CurveScale, LibraryTiming, TimedCall};
 use crate::estimate::send_curve::SendCurve;
 use crate::exec::raw;
 use mpi::ffi::MPI_Comm;
@@ -57,9 +57,9 @@ fn monotonic() -> f64 {
     ts.tv_sec as f64 + ts.tv_nsec as f64 * 1e-9
 }
 
-/// Collective over `comm` (every rank on one host, [`applies`]): the scales, the same on
-/// every rank (`None` when no size could be fitted). `curve` and `issue_s` are the pair's
-/// calibration, the same on every rank.
+/// Collective over `comm` (every rank on one host, [`applies`]): the scales and what each
+/// size read, the same on every rank (`None` when no size could be fitted). `curve` and
+/// `issue_s` are the pair's calibration, the same on every rank.
 ///
 /// # Safety
 /// `comm` must be our valid duplicate communicator; every rank calls this collectively.
@@ -69,7 +69,7 @@ pub unsafe fn measure(
     nranks: u32,
     curve: &SendCurve,
     issue_s: f64,
-) -> Result<Option<CurveScale>> {
+) -> Result<Option<(CurveScale, Vec<LibraryTiming>)>> {
     let largest = *FIT_SIZES.last().expect("sizes") as usize;
     // Written data (see `calibrate::readings`): the kernel's zero page reads faster.
     let mut buf: Vec<u8> = (0..largest)
@@ -92,7 +92,9 @@ pub unsafe fn measure(
     }
     let mut all = vec![0.0f64; mine.len() * nranks as usize];
     raw::allgather(&mine, &mut all, comm)?;
-    let mut scales = vec![f64::NAN; FIT_SIZES.len()];
+    // Per size: the kept scale, then each pass's median (NaN: none).
+    let per_size = 1 + PASSES;
+    let mut out = vec![f64::NAN; FIT_SIZES.len() * per_size];
     if rank == 0 {
         let froms: Vec<usize> = (0..PASSES).map(|p| p * mine.len() / PASSES).collect();
         let passes: Vec<Vec<Fitted>> = froms
@@ -101,12 +103,31 @@ pub unsafe fn measure(
             .collect();
         let pooled = fit(&all, nranks as usize, mine.len(), &froms, curve, issue_s);
         log_fit(nranks, &passes, &pooled);
-        for (s, f) in scales.iter_mut().zip(&pooled) {
-            *s = f.scale.unwrap_or(f64::NAN);
+        for (i, o) in out.chunks_exact_mut(per_size).enumerate() {
+            o[0] = pooled[i].scale.unwrap_or(f64::NAN);
+            for (p, pass) in passes.iter().enumerate() {
+                o[1 + p] = pass[i].measured_s;
+            }
         }
     }
-    raw::bcast(&mut scales, 0, comm)?;
-    Ok(CurveScale::new(FIT_SIZES.iter().copied().zip(scales).collect()))
+    raw::bcast(&mut out, 0, comm)?;
+    let scale = CurveScale::new(
+        FIT_SIZES
+            .iter()
+            .zip(out.chunks_exact(per_size))
+            .map(|(&b, o)| (b, o[0]))
+            .collect(),
+    );
+    let timing = FIT_SIZES
+        .iter()
+        .zip(out.chunks_exact(per_size))
+        .map(|(&bytes, o)| LibraryTiming {
+            bytes,
+            pass_median_s: o[1..].to_vec(),
+            scale: o[0].is_finite().then_some(o[0]),
+        })
+        .collect();
+    Ok(scale.map(|s| (s, timing)))
 }
 
 /// One size's fit, for the log.

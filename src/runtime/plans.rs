@@ -54,6 +54,8 @@ struct Calibrated {
     send_curve: Option<crate::estimate::send_curve::SendCurve>,
     /// Token buckets on the tree's slow links (`runtime::burst`), on `topology`'s link ids.
     buckets: Vec<crate::estimate::bucket::LinkBucket>,
+    /// The library's broadcast timed at set-up on one host (`runtime::library_fit`).
+    library_timing: Vec<crate::estimate::curve_fit::LibraryTiming>,
 }
 
 /// Segments for a message of `bytes` cut at `seg` bytes (`TREECAST_SEGMENT`, already at least
@@ -260,6 +262,21 @@ impl Planner {
                     peak_bps: b.bucket.peak_bps,
                     sustained_bps: b.bucket.sustained_bps,
                 }
+            })
+            .collect()
+    }
+
+    /// The library's broadcast timed at set-up, for the profile.
+    pub fn library_timing(&self) -> Vec<crate::profile::report::LibraryTimingReport> {
+        let Some(c) = &self.calibrated else {
+            return Vec::new();
+        };
+        c.library_timing
+            .iter()
+            .map(|t| crate::profile::report::LibraryTimingReport {
+                bytes: t.bytes,
+                pass_median_s: t.pass_median_s.clone(),
+                scale: t.scale,
             })
             .collect()
     }
@@ -537,12 +554,13 @@ fn calibrated(
     let overhead_s = ring_overhead_s
         .or(measured.as_ref().map(|m| m.overhead_s))
         .unwrap_or(0.0);
-    let send_curve = measured.and_then(|m| m.send_curve);
+    let (send_curve, library_timing) = measured.map_or((None, Vec::new()), |m| (m.send_curve, m.library_timing));
     Some(Calibrated {
         topology,
         overhead_s,
         send_curve,
         buckets,
+        library_timing,
     })
 }
 

@@ -511,6 +511,9 @@ impl crate::profile::ProfiledComm for CommState {
     fn link_buckets(&self) -> Vec<crate::profile::report::LinkBucketReport> {
         self.planner.link_buckets()
     }
+    fn library_timing(&self) -> Vec<crate::profile::report::LibraryTimingReport> {
+        self.planner.library_timing()
+    }
     fn routes(&self) -> Vec<crate::profile::report::RouteReport> {
         CommState::routes(self)
             .into_iter()

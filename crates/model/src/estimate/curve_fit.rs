@@ -21,6 +21,33 @@ use crate::plan::Plan;
 /// disturbed set-up than about the broadcast.
 pub const SCALE_RANGE: (f64, f64) = (0.25, 4.0);
 
+/// Passes whose median times differ by more than this fraction read a host whose state changed
+/// during set-up: the profile flags the size's prediction as uncertain.
+pub const PASS_SPREAD: f64 = 0.25;
+
+/// What the library's broadcast of one size read at set-up, for the profile: each pass's
+/// median over calls of the median rank's time in the call, and the scale kept.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LibraryTiming {
+    pub bytes: u64,
+    pub pass_median_s: Vec<f64>,
+    pub scale: Option<f64>,
+}
+
+impl LibraryTiming {
+    /// Whether the passes read more than [`PASS_SPREAD`] apart (the slower against the faster).
+    pub fn passes_disagree(&self) -> bool {
+        passes_disagree(&self.pass_median_s)
+    }
+}
+
+/// Whether pass medians (seconds) lie more than [`PASS_SPREAD`] apart.
+pub fn passes_disagree(pass_median_s: &[f64]) -> bool {
+    let lo = pass_median_s.iter().copied().fold(f64::INFINITY, f64::min);
+    let hi = pass_median_s.iter().copied().fold(0.0, f64::max);
+    lo > 0.0 && hi > lo * (1.0 + PASS_SPREAD)
+}
+
 /// One timed broadcast: each rank's entry and exit (seconds on one clock shared by the ranks).
 #[derive(Clone, Debug, PartialEq)]
 pub struct TimedCall {
@@ -172,6 +199,20 @@ mod tests {
         assert_eq!(c.points()[0].one_way_s, 2e-6);
         assert!((c.points()[1].one_way_s - 16e-6).abs() < 1e-15);
         assert!(CurveScale::new(vec![(1024, 0.0)]).is_none());
+    }
+
+    #[test]
+    fn passes_more_than_a_quarter_apart_disagree() {
+        let t = |p: Vec<f64>| LibraryTiming {
+            bytes: 1024,
+            pass_median_s: p,
+            scale: Some(1.0),
+        };
+        assert!(!t(vec![3.1e-6, 3.0e-6]).passes_disagree());
+        assert!(!t(vec![2.0e-6, 2.5e-6]).passes_disagree());
+        assert!(t(vec![3.1e-6, 1.8e-6]).passes_disagree());
+        assert!(!t(vec![3.1e-6]).passes_disagree());
+        assert!(!t(vec![]).passes_disagree());
     }
 
     /// Calls "measured" by the model itself with the curve scaled by `f`, ranks entering at
