@@ -209,7 +209,8 @@ mod tests {
             scale: Some(1.0),
         };
         assert!(!t(vec![3.1e-6, 3.0e-6]).passes_disagree());
-        assert!(!t(vec![2.0e-6, 2.5e-6]).passes_disagree());
+        assert!(!t(vec![2.0e-6, 2.45e-6]).passes_disagree());
+        assert!(t(vec![2.0e-6, 2.55e-6]).passes_disagree());
         assert!(t(vec![3.1e-6, 1.8e-6]).passes_disagree());
         assert!(!t(vec![3.1e-6]).passes_disagree());
         assert!(!t(vec![]).passes_disagree());
