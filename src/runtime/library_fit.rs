@@ -7,8 +7,9 @@
 //! `estimate::send_curve`'s, and `MPI_Bcast` crosses no network. The ranks' entries and exits
 //! are read from `CLOCK_MONOTONIC`, one clock for every process of a kernel. Root 0, after a
 //! barrier, as a program's broadcasts most often are; the scales serve every root. About
-//! 180 ms on the VM with 4 ranks (the communicator was ready in 261-269 ms, against 81-100 ms
-//! without it; 3 jobs each), most of it 4-16 MiB; only where `super::calibrate` runs
+//! 140 ms on the VM with 4 ranks (the communicator was ready in 220-241 ms, against 81-100 ms
+//! without it; 3 jobs each), nearly all of it the broadcasts (fitting takes 2.5-4 ms with 4-8
+//! ranks: the plan's graph is built once per size); only where `super::calibrate` runs
 //! (profiling configured, not `TREECAST_CALIBRATE=0`). Not kept for later communicators: their
 //! size, and so the library's algorithm, may differ.
 
@@ -97,12 +98,25 @@ pub unsafe fn measure(
     let mut out = vec![f64::NAN; FIT_SIZES.len() * per_size];
     if rank == 0 {
         let froms: Vec<usize> = (0..PASSES).map(|p| p * mine.len() / PASSES).collect();
+        // Each pass's own scale is only for the log; fitting it doubled the fitting time
+        // (30 ms of set-up with 4 ranks, 67 ms with 8, for all three fits).
+        let logged = log::log_enabled!(log::Level::Info);
         let passes: Vec<Vec<Fitted>> = froms
             .iter()
-            .map(|&f| fit(&all, nranks as usize, mine.len(), &[f], curve, issue_s))
+            .map(|&f| {
+                fit(
+                    &all,
+                    nranks as usize,
+                    mine.len(),
+                    &[f],
+                    logged.then_some((curve, issue_s)),
+                )
+            })
             .collect();
-        let pooled = fit(&all, nranks as usize, mine.len(), &froms, curve, issue_s);
-        log_fit(nranks, &passes, &pooled);
+        let pooled = fit(&all, nranks as usize, mine.len(), &froms, Some((curve, issue_s)));
+        if logged {
+            log_fit(nranks, &passes, &pooled);
+        }
         for (i, o) in out.chunks_exact_mut(per_size).enumerate() {
             o[0] = pooled[i].scale.unwrap_or(f64::NAN);
             for (p, pass) in passes.iter().enumerate() {
@@ -137,9 +151,10 @@ struct Fitted {
     scale: Option<f64>,
 }
 
-/// The fits from every rank's readings of the passes starting at `froms` pooled (`all`:
+/// The fits (with `model`: the pair's curve and issue cost; without, only the medians) from
+/// every rank's readings of the passes starting at `froms` pooled (`all`:
 /// `per_rank` numbers per rank, in rank order; per pass, per size, per call, entry then exit).
-fn fit(all: &[f64], nranks: usize, per_rank: usize, froms: &[usize], curve: &SendCurve, issue_s: f64) -> Vec<Fitted> {
+fn fit(all: &[f64], nranks: usize, per_rank: usize, froms: &[usize], model: Option<(&SendCurve, f64)>) -> Vec<Fitted> {
     let mut offset = 0;
     FIT_SIZES
         .iter()
@@ -154,27 +169,20 @@ fn fit(all: &[f64], nranks: usize, per_rank: usize, froms: &[usize], curve: &Sen
                 })
                 .collect();
             offset += 2 * timed;
-            let plan = predicted_plan(nranks as u32, bytes);
-            let durations: Vec<f64> = tc
-                .iter()
-                .map(|c| {
-                    let d: Vec<f64> = c.enter.iter().zip(&c.leave).map(|(e, l)| l - e).collect();
-                    crate::estimate::rank_times::median(&d)
-                })
-                .collect();
+            let durations: Vec<f64> = tc.iter().map(TimedCall::median_duration).collect();
             Fitted {
                 measured_s: crate::estimate::rank_times::median(&durations),
-                scale: fit_scale(&plan, bytes, curve, issue_s, &tc),
+                scale: model.and_then(|(curve, issue_s)| {
+                    fit_scale(&predicted_plan(nranks as u32, bytes), bytes, curve, issue_s, &tc)
+                }),
             }
         })
         .collect()
 }
 
-/// The plan predictions use for the library's calls of `bytes` on one host (as
-/// `plans::Planner::predicted_plan` builds it: the size class's representative size).
+/// The plan predictions use for the library's calls of `bytes` on one host.
 fn predicted_plan(nranks: u32, bytes: u64) -> crate::plan::Plan {
-    let class = crate::plan::size_class(bytes);
-    crate::plan::library_plan(nranks, 0, crate::plan::class_representative(class))
+    crate::plan::library_plan_for_class(nranks, 0, crate::plan::size_class(bytes))
 }
 
 fn log_fit(nranks: u32, passes: &[Vec<Fitted>], pooled: &[Fitted]) {

@@ -340,9 +340,9 @@ impl Planner {
         fitting(built.map_err(|e| format!("TREECAST_ALGORITHM={b}: {e}")), class)
     }
 
-    /// The plan without a network topology: [`plan::library_plan`] for the class.
+    /// The plan without a network topology: [`plan::library_plan_for_class`].
     fn library_plan(&self, root: u32, class: u8) -> Plan {
-        plan::library_plan(self.nranks, root, class_representative(class))
+        plan::library_plan_for_class(self.nranks, root, class)
     }
 
     /// This rank's part of the plan for (root, size class): from the local planner when it

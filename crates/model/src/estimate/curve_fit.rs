@@ -14,7 +14,8 @@
 //! oversubscribed host leave it microseconds apart, and a late rank finds its data there
 //! (16 KiB calls measured 3 us against the 5 us of ranks entering together).
 
-use super::send_curve::{evaluate_on_one_host, SendCurve};
+use super::plan_dag::PlanDag;
+use super::send_curve::{evaluate_dag_on_one_host, SendCurve};
 use crate::plan::Plan;
 
 /// The smallest and largest scale a fit may give: beyond them the readings say more about a
@@ -59,10 +60,16 @@ pub struct TimedCall {
 
 impl TimedCall {
     /// Median over ranks of the time in the call.
-    fn median_duration(&self) -> f64 {
-        let d: Vec<f64> = self.enter.iter().zip(&self.leave).map(|(e, l)| l - e).collect();
-        super::rank_times::median(&d)
+    pub fn median_duration(&self) -> f64 {
+        median_time_in_call(&self.enter, &self.leave)
     }
+}
+
+/// Median over ranks of `leave - enter`: the median rank's time in the call, what a profile's
+/// median of per-rank durations measures.
+pub fn median_time_in_call(enter: &[f64], leave: &[f64]) -> f64 {
+    let d: Vec<f64> = enter.iter().zip(leave).map(|(e, l)| l - e).collect();
+    super::rank_times::median(&d)
 }
 
 /// Scale factors measured at some sizes, interpolated linearly in log2 of the size between
@@ -134,13 +141,11 @@ pub fn fit_scale(plan: &Plan, bytes: u64, curve: &SendCurve, issue_s: f64, calls
             c.enter.iter().map(|e| e - t0).collect()
         })
         .collect();
+    let dag = PlanDag::build(plan, bytes).ok()?;
     let predicted = |f: f64| -> Option<f64> {
         let scaled = curve.scaled(|_| f);
         let per_call = entries.iter().map(|e| {
-            evaluate_on_one_host(plan, bytes, &scaled, issue_s, Some(e)).map(|t| {
-                let d: Vec<f64> = t.rank_done_s.iter().zip(e).map(|(l, e)| l - e).collect();
-                super::rank_times::median(&d)
-            })
+            evaluate_dag_on_one_host(&dag, n, &scaled, issue_s, Some(e)).map(|t| median_time_in_call(e, &t.rank_done_s))
         });
         let v: Result<Vec<f64>, _> = per_call.collect();
         v.ok().map(|v| median_of(v.into_iter()))
@@ -171,7 +176,7 @@ fn median_of(v: impl Iterator<Item = f64>) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::estimate::send_curve::SendCost;
+    use crate::estimate::send_curve::{evaluate_on_one_host, SendCost};
     use crate::plan::trees;
 
     fn curve() -> SendCurve {

@@ -141,7 +141,18 @@ pub fn evaluate_on_one_host(
     enter: Option<&[f64]>,
 ) -> Result<CalibratedTimes, EstimateError> {
     let dag = PlanDag::build(plan, bytes)?;
-    let n = plan.nranks as usize;
+    evaluate_dag_on_one_host(&dag, plan.nranks as usize, curve, issue_s, enter)
+}
+
+/// [`evaluate_on_one_host`] on a plan's graph already built for the message size (`n` ranks):
+/// a fit evaluates one plan and size many times.
+pub(crate) fn evaluate_dag_on_one_host(
+    dag: &PlanDag,
+    n: usize,
+    curve: &SendCurve,
+    issue_s: f64,
+    enter: Option<&[f64]>,
+) -> Result<CalibratedTimes, EstimateError> {
     let enter = checked_entries(enter, n)?;
     let entered = |r: u32| enter.map_or(0.0, |e| e[r as usize]);
     let issue_s = if issue_s.is_finite() { issue_s.max(0.0) } else { 0.0 };
@@ -161,7 +172,7 @@ pub fn evaluate_on_one_host(
         let from = s.from as usize;
         rank_done[from] = rank_done[from].max(complete);
     }
-    Ok(CalibratedTimes::from_deliveries(&dag, &done, rank_done))
+    Ok(CalibratedTimes::from_deliveries(dag, &done, rank_done))
 }
 
 #[cfg(test)]

@@ -76,6 +76,13 @@ pub fn library_plan(nranks: u32, root: u32, bytes: u64) -> Plan {
     }
 }
 
+/// [`library_plan`] at the representative size of size class `class`: the plan predictions of
+/// the library's calls of that class are made with (`runtime::plans`), and what the one-host
+/// curve is fitted on (`runtime::library_fit`), so both see the same algorithm.
+pub fn library_plan_for_class(nranks: u32, root: u32, class: u8) -> Plan {
+    library_plan(nranks, root, crate::schedule::class_representative(class))
+}
+
 /// Topology-agnostic plan for `bytes` from `root` on `nranks` ranks: an unsegmented binomial tree
 /// for short messages (latency-bound: depth log2 n), a binomial tree pipelined in
 /// [`DEFAULT_SEGMENT_BYTES`] segments for long ones (bandwidth-bound: every link streams segments
