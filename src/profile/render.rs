@@ -203,15 +203,16 @@ fn error_text(o: &mut String, c: &CommReport, mpi_library: &str) {
         let _ = writeln!(
             o,
             "  note: classes that took the library's MPI_Bcast are predicted with Open MPI's algorithms \
-             (its decision table); this job ran {mpi_library}, whose MPI_Bcast differs (within a host, \
-             MPICH's is a shared-memory collective), so their errors measure that difference"
+             (its decision table), except sizes noted \"released\" below; this job ran {mpi_library}, \
+             whose MPI_Bcast differs (within a host, MPICH's is a shared-memory collective), so their \
+             errors measure that difference"
         );
     }
     for sc in &c.shared_cpus {
         let _ = writeln!(
             o,
             "  note: {} ranks share {} CPUs on {}: a rank also waits for a core, which the \
-             per-message model does not see (on one host of 3 or more ranks the predictions \
+             per-message model does not see (on one host of 3 or more ranks, 2 under MPICH, the predictions \
              follow the library broadcasts timed at set-up)",
             sc.ranks,
             sc.cpus,
@@ -248,7 +249,17 @@ fn library_timing_note(timing: &[super::report::LibraryTimingReport]) -> String 
         .iter()
         .map(|t| {
             let passes: Vec<String> = t.pass_median_s.iter().map(|&s| us(s)).collect();
-            let scale = t.scale.map_or("no fit".to_string(), |s| format!("x{s:.2}"));
+            let scale = match (t.scale, &t.release) {
+                (_, Some(r)) => format!(
+                    "released (after {} us, copy {} us, root {} us after {})",
+                    us(r.release_s),
+                    us(r.copy_s),
+                    us(r.root_s),
+                    if r.root_waits { "the last copy" } else { "entry" }
+                ),
+                (Some(s), None) => format!("x{s:.2}"),
+                (None, None) => "no fit".to_string(),
+            };
             format!("{} {} us {scale}", fmt_bytes(t.bytes), passes.join("/"))
         })
         .collect();
@@ -257,6 +268,13 @@ fn library_timing_note(timing: &[super::report::LibraryTimingReport]) -> String 
          time per pass, and the scale of the host-mates' costs): {}",
         sizes.join(", ")
     );
+    if timing.iter().any(|t| t.release.is_some()) {
+        note.push_str(
+            "\n  note: \"released\": faster than the library's point-to-point algorithm can be \
+             with any scale; predicted as a shared-memory broadcast (the root writes the data \
+             once, each rank copies it out once both are there)",
+        );
+    }
     let unsure: Vec<String> = timing
         .iter()
         .filter(|t| crate::estimate::curve_fit::passes_disagree(&t.pass_median_s))
@@ -1135,16 +1153,19 @@ mod tests {
                 bytes: 1024,
                 pass_median_s: vec![3.1e-6, 1.8e-6],
                 scale: Some(1.5),
+                ..Default::default()
             },
             LibraryTimingReport {
                 bytes: 262144,
                 pass_median_s: vec![24.9e-6, 25.1e-6],
                 scale: Some(1.44),
+                ..Default::default()
             },
             LibraryTimingReport {
                 bytes: 1 << 20,
                 pass_median_s: vec![184.5e-6, 190.0e-6],
                 scale: None,
+                ..Default::default()
             },
         ];
         let t = text(&r);
@@ -1156,6 +1177,27 @@ mod tests {
             t.contains("note: uncertain near 1 KiB: the set-up passes read more than 25% apart"),
             "{t}"
         );
+        assert!(!t.contains("released"), "{t}");
+        r.communicators[0].library_timing.insert(
+            1,
+            LibraryTimingReport {
+                bytes: 4096,
+                pass_median_s: vec![0.2e-6, 0.2e-6],
+                scale: Some(0.25),
+                release: Some(super::super::report::ReleaseReport {
+                    release_s: 0.31e-6,
+                    copy_s: 0.12e-6,
+                    root_s: 0.35e-6,
+                    root_waits: false,
+                }),
+            },
+        );
+        let t = text(&r);
+        assert!(
+            t.contains("4 KiB 0.20/0.20 us released (after 0.31 us, copy 0.12 us, root 0.35 us after entry), 256 KiB"),
+            "{t}"
+        );
+        assert!(t.contains("predicted as a shared-memory broadcast"), "{t}");
         assert!(!t.contains("uncertain near 1 KiB, 256 KiB"), "{t}");
     }
 

@@ -46,7 +46,7 @@ pub struct CommReport {
     #[serde(default)]
     pub link_buckets: Vec<LinkBucketReport>,
     /// The library's broadcast timed at set-up, per size, where the communicator is one host
-    /// of three ranks or more (`runtime::library_fit`): what one-host predictions are scaled
+    /// of three ranks or more, two under MPICH (`runtime::library_fit`): what one-host predictions are scaled
     /// to. Empty elsewhere.
     #[serde(default)]
     pub library_timing: Vec<LibraryTimingReport>,
@@ -60,6 +60,22 @@ pub struct LibraryTimingReport {
     pub pass_median_s: Vec<f64>,
     /// The factor the host-mates' costs were scaled by (`None`: no fit).
     pub scale: Option<f64>,
+    /// Where that factor is held at its lower limit, the calls fitted as a shared-memory
+    /// release (`estimate::release`), which predicts the library's broadcasts of this size.
+    #[serde(default)]
+    pub release: Option<ReleaseReport>,
+}
+
+/// A library broadcast of one size modelled as a shared-memory release (seconds).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ReleaseReport {
+    /// From the root's entry to the data's release.
+    pub release_s: f64,
+    /// A receiver's time once both it and the data are there.
+    pub copy_s: f64,
+    /// The root's time in the call, or with `root_waits` after the last receiver left.
+    pub root_s: f64,
+    pub root_waits: bool,
 }
 
 /// A token bucket on one direction of a link.

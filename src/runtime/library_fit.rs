@@ -1,21 +1,26 @@
-//! Set-up calibration on a host with three ranks or more (collective): the library's
-//! broadcast timed at [`FIT_SIZES`], and the host-mates' send curve scaled per size so that
-//! the one-host model, given each call's entries, reproduces those calls
-//! (`crate::estimate::curve_fit` says why the pair's curve alone misses there).
+//! Set-up calibration on a host with three ranks or more, two under MPICH ([`MIN_RANKS`];
+//! collective): the library's broadcast timed at [`FIT_SIZES`], and the host-mates' send curve
+//! scaled per size so that the one-host model, given each call's entries, reproduces those
+//! calls (`crate::estimate::curve_fit` says why the pair's curve alone misses there). Where
+//! no scale can (it is held at its lower limit: the calls are faster than the modelled
+//! point-to-point algorithm can be), the same calls are fitted as a shared-memory release
+//! instead (`crate::estimate::release`).
 //!
 //! Only when every rank of the communicator is on one host: then the predictions are
-//! `estimate::send_curve`'s, and `MPI_Bcast` crosses no network. The ranks' entries and exits
-//! are read from `CLOCK_MONOTONIC`, one clock for every process of a kernel. Root 0, after a
-//! barrier, as a program's broadcasts most often are; the scales serve every root. About
-//! 140 ms on the VM with 4 ranks (the communicator was ready in 220-241 ms, against 81-100 ms
-//! without it; 3 jobs each), nearly all of it the broadcasts (fitting takes 2.5-4 ms with 4-8
-//! ranks: the plan's graph is built once per size); only where `super::calibrate` runs
-//! (profiling configured, not `TREECAST_CALIBRATE=0`). Not kept for later communicators: their
-//! size, and so the library's algorithm, may differ.
+//! `estimate::send_curve`'s, and `MPI_Bcast` crosses no network. The ranks' entries are read
+//! from `CLOCK_MONOTONIC`, one clock for every process of a kernel, and each call's duration
+//! from the profile's clock. Root 0, after a barrier, as a program's broadcasts most often
+//! are; the scales serve every root. About 140 ms on the VM with 4 ranks (the communicator was
+//! ready in 220-241 ms, against 81-100 ms without it; 3 jobs each), nearly all of it the
+//! broadcasts (fitting takes 2.5-4 ms with 4-8 ranks: the plan's graph is built once per
+//! size); only where `super::calibrate` runs (profiling configured, not
+//! `TREECAST_CALIBRATE=0`). Not kept for later communicators: their size, and so the library's
+//! algorithm, may differ.
 
 use super::hosts::Hosts;
 use crate::error::Result;
-use crate::estimate::curve_fit::{fit_scale, CurveScale, LibraryTiming, TimedCall};
+use crate::estimate::curve_fit::{fit_scale, CurveScale, LibraryTiming, TimedCall, SCALE_RANGE};
+use crate::estimate::release::{self, ReleaseCost};
 use crate::estimate::send_curve::SendCurve;
 use crate::exec::raw;
 use mpi::ffi::MPI_Comm;
@@ -44,10 +49,18 @@ pub fn calls(bytes: u64) -> (usize, usize) {
     }
 }
 
-/// Whether this communicator fits scales: all of its ranks on one host, at least three.
+/// The fewest ranks on one host whose communicator fits the library's broadcast. Open MPI's
+/// broadcast between two ranks is one message, which the host-mates' curve measured (2 ranks
+/// on the VM: 158 of 160 sizes within 25%); MPICH's is its shared-memory collective, which no
+/// message of the curve is (2 ranks, 2 jobs, 2026-11-27: 1-16 KiB predicted 64-288% slow, 16
+/// MiB 31-76%).
+pub const MIN_RANKS: usize = if cfg!(treecast_mpi = "mpich") { 2 } else { 3 };
+
+/// Whether this communicator fits scales: all of its ranks on one host, at least
+/// [`MIN_RANKS`].
 pub fn applies(hosts: &Hosts) -> bool {
     let h = &hosts.host_of;
-    h.len() >= 3 && h.iter().all(|&x| x == h[0])
+    h.len() >= MIN_RANKS && h.iter().all(|&x| x == h[0])
 }
 
 /// Seconds on the kernel's monotonic clock.
@@ -76,6 +89,11 @@ pub unsafe fn measure(
     let mut buf: Vec<u8> = (0..largest)
         .map(|i| (i as u8).wrapping_mul(31).wrapping_add(rank as u8) | 1)
         .collect();
+    // Entries on the kernel's clock, shared by the ranks; each call's duration on the
+    // profile's clock, as the profile times the job's calls: at 1 KiB under MPICH a call takes
+    // about 0.1 us, and two monotonic-clock reads put 20-40 ns more into it than two of the
+    // time-stamp counter (predictions from the entries were 14-39% slow in 5 of 6 jobs).
+    let clock = crate::profile::clock::Clock::global();
     let mut mine: Vec<f64> = Vec::new();
     for _ in 0..PASSES {
         for &bytes in &FIT_SIZES {
@@ -83,18 +101,20 @@ pub unsafe fn measure(
             for k in 0..warmup + timed {
                 raw::barrier(comm)?;
                 let t0 = monotonic();
+                let c0 = clock.now();
                 raw::bcast_bytes(&mut buf[..bytes as usize], 0, comm)?;
-                let t1 = monotonic();
+                let c1 = clock.now();
                 if k >= warmup {
-                    mine.extend([t0, t1]);
+                    mine.extend([t0, t0 + clock.seconds(c0, c1)]);
                 }
             }
         }
     }
     let mut all = vec![0.0f64; mine.len() * nranks as usize];
     raw::allgather(&mine, &mut all, comm)?;
-    // Per size: the kept scale, then each pass's median (NaN: none).
-    let per_size = 1 + PASSES;
+    // Per size: the kept scale, the release costs (release, copy, root, whether the root waits),
+    // then each pass's median (NaN: none).
+    let per_size = 5 + PASSES;
     let mut out = vec![f64::NAN; FIT_SIZES.len() * per_size];
     if rank == 0 {
         let froms: Vec<usize> = (0..PASSES).map(|p| p * mine.len() / PASSES).collect();
@@ -119,8 +139,11 @@ pub unsafe fn measure(
         }
         for (i, o) in out.chunks_exact_mut(per_size).enumerate() {
             o[0] = pooled[i].scale.unwrap_or(f64::NAN);
+            if let Some(r) = pooled[i].release {
+                o[1..5].copy_from_slice(&[r.release_s, r.copy_s, r.root_s, f64::from(u8::from(r.root_waits))]);
+            }
             for (p, pass) in passes.iter().enumerate() {
-                o[1 + p] = pass[i].measured_s;
+                o[5 + p] = pass[i].measured_s;
             }
         }
     }
@@ -137,8 +160,14 @@ pub unsafe fn measure(
         .zip(out.chunks_exact(per_size))
         .map(|(&bytes, o)| LibraryTiming {
             bytes,
-            pass_median_s: o[1..].to_vec(),
+            pass_median_s: o[5..].to_vec(),
             scale: o[0].is_finite().then_some(o[0]),
+            release: o[1..5].iter().all(|x| x.is_finite()).then_some(ReleaseCost {
+                release_s: o[1],
+                copy_s: o[2],
+                root_s: o[3],
+                root_waits: o[4] > 0.5,
+            }),
         })
         .collect();
     Ok(scale.map(|s| (s, timing)))
@@ -149,6 +178,9 @@ struct Fitted {
     /// Median over calls of the median rank's time in the call (seconds).
     measured_s: f64,
     scale: Option<f64>,
+    /// Where the scale is held at its lower limit (the point-to-point model cannot be as fast
+    /// as the calls): the calls fitted as a release (`estimate::release`).
+    release: Option<ReleaseCost>,
 }
 
 /// The fits (with `model`: the pair's curve and issue cost; without, only the medians) from
@@ -170,11 +202,13 @@ fn fit(all: &[f64], nranks: usize, per_rank: usize, froms: &[usize], model: Opti
                 .collect();
             offset += 2 * timed;
             let durations: Vec<f64> = tc.iter().map(TimedCall::median_duration).collect();
+            let scale = model.and_then(|(curve, issue_s)| {
+                fit_scale(&predicted_plan(nranks as u32, bytes), bytes, curve, issue_s, &tc)
+            });
             Fitted {
                 measured_s: crate::estimate::rank_times::median(&durations),
-                scale: model.and_then(|(curve, issue_s)| {
-                    fit_scale(&predicted_plan(nranks as u32, bytes), bytes, curve, issue_s, &tc)
-                }),
+                scale,
+                release: scale.filter(|&s| s <= SCALE_RANGE.0).and_then(|_| release::fit(0, &tc)),
             }
         })
         .collect()
@@ -187,12 +221,20 @@ fn predicted_plan(nranks: u32, bytes: u64) -> crate::plan::Plan {
 
 fn log_fit(nranks: u32, passes: &[Vec<Fitted>], pooled: &[Fitted]) {
     let (lo, hi) = crate::estimate::curve_fit::SCALE_RANGE;
-    let scale = |f: &Fitted| match f.scale {
-        None => "no fit".to_string(),
-        // The model cannot reach the reading: its algorithm is not the library's (MPICH's
-        // shared-memory broadcast at 1-16 KiB) or the set-up was disturbed.
-        Some(s) if s <= lo || s >= hi => format!("x{s:.2} (at the limit)"),
-        Some(s) => format!("x{s:.2}"),
+    let scale = |f: &Fitted| match (f.scale, f.release) {
+        (None, _) => "no fit".to_string(),
+        // The point-to-point model cannot be as fast as the calls: the library does not send
+        // messages there (MPICH's shared-memory broadcast at 1-16 KiB).
+        (Some(s), Some(r)) => format!(
+            "x{s:.2} (at the limit: released after {:.2} us, copied in {:.2} us, the root leaving {:.2} us after {})",
+            r.release_s * 1e6,
+            r.copy_s * 1e6,
+            r.root_s * 1e6,
+            if r.root_waits { "the last receiver" } else { "entering" }
+        ),
+        // The set-up was disturbed, or the library's algorithm is not the modelled one.
+        (Some(s), None) if s <= lo || s >= hi => format!("x{s:.2} (at the limit)"),
+        (Some(s), None) => format!("x{s:.2}"),
     };
     let parts: Vec<String> = (0..FIT_SIZES.len())
         .map(|i| {

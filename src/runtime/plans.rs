@@ -56,6 +56,10 @@ struct Calibrated {
     buckets: Vec<crate::estimate::bucket::LinkBucket>,
     /// The library's broadcast timed at set-up on one host (`runtime::library_fit`).
     library_timing: Vec<crate::estimate::curve_fit::LibraryTiming>,
+    /// The sizes of `library_timing` whose calls the point-to-point model could not reproduce,
+    /// fitted as a shared-memory release (`estimate::release`): the library's broadcasts of
+    /// those sizes on one host are predicted with it.
+    released: Option<crate::estimate::release::ReleaseSizes>,
 }
 
 /// Segments for a message of `bytes` cut at `seg` bytes (`TREECAST_SEGMENT`, already at least
@@ -277,6 +281,12 @@ impl Planner {
                 bytes: t.bytes,
                 pass_median_s: t.pass_median_s.clone(),
                 scale: t.scale,
+                release: t.release.map(|r| crate::profile::report::ReleaseReport {
+                    release_s: r.release_s,
+                    copy_s: r.copy_s,
+                    root_s: r.root_s,
+                    root_waits: r.root_waits,
+                }),
             })
             .collect()
     }
@@ -380,9 +390,11 @@ impl Planner {
     /// at once and predicted 0.6 ms for a 4 MiB broadcast the 3x3 cluster's 300 Mbit/s uplinks
     /// need 112 ms for). Within one host, the per-size costs host-mates measured
     /// (`estimate::send_curve`): a latency-bandwidth line with one overhead missed 1-64 KiB
-    /// there by -60 .. +120%. Above 512 ranks (to bound the cost at finalize), or on one host
-    /// without the curve, the contention-free evaluator. `topology`: the calibrated topology
-    /// with its token buckets applied ([`Self::bucketed`]).
+    /// there by -60 .. +120%; but the library's broadcast of a size whose set-up calls were
+    /// faster than that model can be, as a shared-memory release (`estimate::release`). Above
+    /// 512 ranks (to bound the cost at finalize), or on one host without the curve, the
+    /// contention-free evaluator. `topology`: the calibrated topology with its token buckets
+    /// applied ([`Self::bucketed`]); `library_route`: `p` is the library's algorithm.
     fn calibrated_times(
         &self,
         c: &Calibrated,
@@ -390,8 +402,14 @@ impl Planner {
         p: &Plan,
         bytes: u64,
         enter: Option<&[f64]>,
+        library_route: bool,
     ) -> Option<crate::estimate::calibrate::CalibratedTimes> {
         use crate::estimate::calibrate::{evaluate_calibrated, simulate_calibrated};
+        let released = c.released.as_ref().and_then(|r| r.at(bytes));
+        if let (false, true, Some(cost)) = (self.has_network(), library_route, released) {
+            let n = p.nranks as usize;
+            return crate::estimate::release::evaluate(n, p.root as usize, cost, enter).ok();
+        }
         if let (false, Some(curve)) = (self.has_network(), &c.send_curve) {
             return crate::estimate::send_curve::evaluate_on_one_host(p, bytes, curve, c.overhead_s, enter).ok();
         }
@@ -450,7 +468,7 @@ impl Planner {
                     return None;
                 }
                 let shifted: Vec<f64> = enter.iter().map(|t| t - origin).collect();
-                let d = self.calibrated_times(c, &topology, &p, bytes, Some(&shifted))?;
+                let d = self.calibrated_times(c, &topology, &p, bytes, Some(&shifted), library_route)?;
                 Some(d.rank_done_s.iter().map(|t| t + origin).collect())
             })
             .collect()
@@ -464,7 +482,7 @@ impl Planner {
         let p = self.predicted_plan(root, bytes, library_route);
         let arrivals = match &self.calibrated {
             Some(c) => Self::bucketed(c, &p, bytes, None)
-                .and_then(|t| self.calibrated_times(c, &t, &p, bytes, None))
+                .and_then(|t| self.calibrated_times(c, &t, &p, bytes, None, library_route))
                 .map(|d| d.rank_done_s),
             None => self
                 .topology
@@ -498,7 +516,7 @@ impl Planner {
         let p = self.predicted_plan(root, bytes, library_route);
         let calibrated = self.calibrated.as_ref().and_then(|c| {
             let t = Self::bucketed(c, &p, bytes, train)?;
-            self.calibrated_times(c, &t, &p, bytes, None)
+            self.calibrated_times(c, &t, &p, bytes, None, library_route)
         });
         let mut out = if self.nranks > 512 {
             let d = crate::estimate::evaluate_deterministic(t, &p, bytes).ok()?;
@@ -555,12 +573,15 @@ fn calibrated(
         .or(measured.as_ref().map(|m| m.overhead_s))
         .unwrap_or(0.0);
     let (send_curve, library_timing) = measured.map_or((None, Vec::new()), |m| (m.send_curve, m.library_timing));
+    let released =
+        crate::estimate::release::ReleaseSizes::new(library_timing.iter().map(|t| (t.bytes, t.release)).collect());
     Some(Calibrated {
         topology,
         overhead_s,
         send_curve,
         buckets,
         library_timing,
+        released,
     })
 }
 

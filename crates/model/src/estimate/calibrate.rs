@@ -49,7 +49,7 @@ pub struct Calibration {
     pub overhead_s: f64,
     /// Costs of one message between host-mates per message size (predictions on one host).
     pub send_curve: Option<super::send_curve::SendCurve>,
-    /// The library's broadcast timed at set-up on one host of three ranks or more, per size
+    /// The library's broadcast timed at set-up on one host of three ranks or more (two under MPICH), per size
     /// (`runtime::library_fit`; empty elsewhere): what `send_curve` was scaled to.
     pub library_timing: Vec<super::curve_fit::LibraryTiming>,
 }

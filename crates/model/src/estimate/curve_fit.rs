@@ -14,15 +14,11 @@
 //! oversubscribed host leave it microseconds apart, and a late rank finds its data there
 //! (16 KiB calls measured 3 us against the 5 us of ranks entering together).
 
+use super::library_calls::{around, solve_factor, Around};
+pub use super::library_calls::{median_time_in_call, TimedCall, SCALE_RANGE};
 use super::plan_dag::PlanDag;
 use super::send_curve::{evaluate_dag_on_one_host, SendCurve};
 use crate::plan::Plan;
-
-/// The smallest and largest scale a fit may give: beyond them the readings say more about a
-/// disturbed set-up, or about a library whose algorithm is not the modelled one, than about
-/// the pair's costs (MPICH's shared-memory broadcast at 1-16 KiB on one host asked for about
-/// 0.02, and a range down to 1/64 still left it 45-98% off from the entries: 3 jobs).
-pub const SCALE_RANGE: (f64, f64) = (0.25, 4.0);
 
 /// Passes whose median times differ by more than this fraction read a host whose state changed
 /// during set-up: the profile flags the size's prediction as uncertain.
@@ -35,6 +31,9 @@ pub struct LibraryTiming {
     pub bytes: u64,
     pub pass_median_s: Vec<f64>,
     pub scale: Option<f64>,
+    /// Where the scale is held at its lower limit, the calls fitted as a release instead
+    /// (`super::release`), which the library's broadcasts of this size are predicted with.
+    pub release: Option<super::release::ReleaseCost>,
 }
 
 impl LibraryTiming {
@@ -49,27 +48,6 @@ pub fn passes_disagree(pass_median_s: &[f64]) -> bool {
     let lo = pass_median_s.iter().copied().fold(f64::INFINITY, f64::min);
     let hi = pass_median_s.iter().copied().fold(0.0, f64::max);
     lo > 0.0 && hi > lo * (1.0 + PASS_SPREAD)
-}
-
-/// One timed broadcast: each rank's entry and exit (seconds on one clock shared by the ranks).
-#[derive(Clone, Debug, PartialEq)]
-pub struct TimedCall {
-    pub enter: Vec<f64>,
-    pub leave: Vec<f64>,
-}
-
-impl TimedCall {
-    /// Median over ranks of the time in the call.
-    pub fn median_duration(&self) -> f64 {
-        median_time_in_call(&self.enter, &self.leave)
-    }
-}
-
-/// Median over ranks of `leave - enter`: the median rank's time in the call, what a profile's
-/// median of per-rank durations measures.
-pub fn median_time_in_call(enter: &[f64], leave: &[f64]) -> f64 {
-    let d: Vec<f64> = enter.iter().zip(leave).map(|(e, l)| l - e).collect();
-    super::rank_times::median(&d)
 }
 
 /// Scale factors measured at some sizes, interpolated linearly in log2 of the size between
@@ -95,17 +73,10 @@ impl CurveScale {
 
     /// The factor for a message of `bytes`.
     pub fn at(&self, bytes: u64) -> f64 {
-        let p = &self.points;
-        let i = p.partition_point(|q| q.0 < bytes);
-        if i == 0 {
-            return p[0].1;
+        match around(&self.points, bytes) {
+            Around::End(f) => f,
+            Around::Between(f0, f1, x) => f0 + x * (f1 - f0),
         }
-        if i == p.len() {
-            return p[i - 1].1;
-        }
-        let ((b0, f0), (b1, f1)) = (p[i - 1], p[i]);
-        let x = ((bytes as f64).log2() - (b0 as f64).log2()) / ((b1 as f64).log2() - (b0 as f64).log2());
-        f0 + x * (f1 - f0)
     }
 
     /// `curve` with each point's times multiplied by the factor for its size.
@@ -150,23 +121,7 @@ pub fn fit_scale(plan: &Plan, bytes: u64, curve: &SendCurve, issue_s: f64, calls
         let v: Result<Vec<f64>, _> = per_call.collect();
         v.ok().map(|v| median_of(v.into_iter()))
     };
-    let (lo, hi) = SCALE_RANGE;
-    if predicted(lo)? >= measured {
-        return Some(lo);
-    }
-    if predicted(hi)? <= measured {
-        return Some(hi);
-    }
-    let (mut a, mut b) = (lo.ln(), hi.ln());
-    for _ in 0..40 {
-        let m = 0.5 * (a + b);
-        if predicted(m.exp())? < measured {
-            a = m;
-        } else {
-            b = m;
-        }
-    }
-    Some((0.5 * (a + b)).exp())
+    solve_factor(SCALE_RANGE, measured, predicted)
 }
 
 fn median_of(v: impl Iterator<Item = f64>) -> f64 {
@@ -214,6 +169,7 @@ mod tests {
             bytes: 1024,
             pass_median_s: p,
             scale: Some(1.0),
+            release: None,
         };
         assert!(!t(vec![3.1e-6, 3.0e-6]).passes_disagree());
         assert!(!t(vec![2.0e-6, 2.45e-6]).passes_disagree());

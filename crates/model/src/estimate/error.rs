@@ -46,6 +46,8 @@ pub enum EstimateError {
     InvalidPlan(PlanError),
     /// Entry times that are not one finite, non-negative time per rank.
     BadEntries { ranks: usize },
+    /// A root that is not one of the ranks.
+    BadRoot { root: usize, ranks: usize },
 }
 
 impl fmt::Display for EstimateError {
@@ -80,6 +82,7 @@ impl fmt::Display for EstimateError {
                 f,
                 "entry times must be {ranks} finite, non-negative seconds, one per rank"
             ),
+            BadRoot { root, ranks } => write!(f, "root {root} is not one of the {ranks} ranks"),
         }
     }
 }

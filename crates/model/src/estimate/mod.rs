@@ -24,6 +24,7 @@ pub mod curve_fit;
 mod error;
 mod fastmath;
 mod grid;
+pub mod library_calls;
 mod marginal;
 mod max_of;
 pub mod normal;
@@ -32,6 +33,7 @@ mod plan_dag;
 pub mod plan_time;
 mod quad;
 pub mod rank_times;
+pub mod release;
 pub mod send_curve;
 
 pub use error::EstimateError;
