@@ -240,7 +240,7 @@ pub unsafe fn measure(comm: MPI_Comm, rank: u32, hosts: &Hosts, shared: &Shared)
     };
     if let (true, Some(curve)) = (super::library_fit::applies(hosts), &c.send_curve) {
         let nranks = hosts.host_of.len() as u32;
-        if let Some((scale, timing)) = super::library_fit::measure(comm, rank, nranks, curve, c.overhead_s)? {
+        if let Some((scale, timing)) = super::library_fit::measure(comm, rank, nranks, (curve, c.overhead_s), shared)? {
             c.send_curve = Some(scale.apply(curve));
             c.library_timing = timing;
         }

@@ -14,10 +14,11 @@
 //! ready in 220-241 ms, against 81-100 ms without it; 3 jobs each), nearly all of it the
 //! broadcasts (fitting takes 2.5-4 ms with 4-8 ranks: the plan's graph is built once per
 //! size); only where `super::calibrate` runs (profiling configured, not
-//! `TREECAST_CALIBRATE=0`). Not kept for later communicators: their size, and so the library's
-//! algorithm, may differ.
+//! `TREECAST_CALIBRATE=0`). Kept for later communicators of the same processes in the same
+//! order only: elsewhere the size, and so the library's algorithm, may differ.
 
 use super::hosts::Hosts;
+use super::setup_cache::{self, Shared};
 use crate::error::Result;
 use crate::estimate::curve_fit::{fit_scale, CurveScale, LibraryTiming, TimedCall, SCALE_RANGE};
 use crate::estimate::release::{self, ReleaseCost};
@@ -71,9 +72,16 @@ fn monotonic() -> f64 {
     ts.tv_sec as f64 + ts.tv_nsec as f64 * 1e-9
 }
 
+/// Numbers per size in what [`measure`] fits and keeps: the kept scale, the release costs
+/// (release, copy, root, whether the root waits), then each pass's median (NaN: none).
+const PER_SIZE: usize = 5 + PASSES;
+
 /// Collective over `comm` (every rank on one host, [`applies`]): the scales and what each
 /// size read, the same on every rank (`None` when no size could be fitted). `curve` and
-/// `issue_s` are the pair's calibration, the same on every rank.
+/// `issue_s` are the pair's calibration, the same on every rank. A communicator of the same
+/// processes in the same order as an earlier one (a duplicate of `MPI_COMM_WORLD`, as many
+/// libraries make) takes what that one measured (`setup_cache`): same size, same library
+/// algorithm, same host. It saved about 140 ms of a profiled duplicate's set-up with 4 ranks.
 ///
 /// # Safety
 /// `comm` must be our valid duplicate communicator; every rank calls this collectively.
@@ -81,9 +89,54 @@ pub unsafe fn measure(
     comm: MPI_Comm,
     rank: u32,
     nranks: u32,
-    curve: &SendCurve,
-    issue_s: f64,
+    (curve, issue_s): (&SendCurve, f64),
+    shared: &Shared,
 ) -> Result<Option<(CurveScale, Vec<LibraryTiming>)>> {
+    let key = shared.ranks();
+    let out = match shared.lookup(comm, &[key], FIT_SIZES.len() * PER_SIZE)?.pop().flatten() {
+        Some(out) => {
+            if rank == 0 {
+                log_kept(nranks, &out);
+            }
+            out
+        }
+        None => {
+            let out = time_and_fit(comm, rank, nranks, curve, issue_s)?;
+            setup_cache::keep(key, &out);
+            out
+        }
+    };
+    let scale = CurveScale::new(
+        FIT_SIZES
+            .iter()
+            .zip(out.chunks_exact(PER_SIZE))
+            .map(|(&b, o)| (b, o[0]))
+            .collect(),
+    );
+    let timing = FIT_SIZES
+        .iter()
+        .zip(out.chunks_exact(PER_SIZE))
+        .map(|(&bytes, o)| LibraryTiming {
+            bytes,
+            pass_median_s: o[5..].to_vec(),
+            scale: o[0].is_finite().then_some(o[0]),
+            release: o[1..5].iter().all(|x| x.is_finite()).then_some(ReleaseCost {
+                release_s: o[1],
+                copy_s: o[2],
+                root_s: o[3],
+                root_waits: o[4] > 0.5,
+            }),
+        })
+        .collect();
+    Ok(scale.map(|s| (s, timing)))
+}
+
+/// Collective: the library's broadcast timed at every size in every pass, and rank 0's fit,
+/// broadcast ([`PER_SIZE`] numbers per size).
+///
+/// # Safety
+/// As [`measure`].
+unsafe fn time_and_fit(comm: MPI_Comm, rank: u32, nranks: u32, curve: &SendCurve, issue_s: f64) -> Result<Vec<f64>> {
     let largest = *FIT_SIZES.last().expect("sizes") as usize;
     // Written data (see `calibrate::readings`): the kernel's zero page reads faster.
     let mut buf: Vec<u8> = (0..largest)
@@ -112,10 +165,7 @@ pub unsafe fn measure(
     }
     let mut all = vec![0.0f64; mine.len() * nranks as usize];
     raw::allgather(&mine, &mut all, comm)?;
-    // Per size: the kept scale, the release costs (release, copy, root, whether the root waits),
-    // then each pass's median (NaN: none).
-    let per_size = 5 + PASSES;
-    let mut out = vec![f64::NAN; FIT_SIZES.len() * per_size];
+    let mut out = vec![f64::NAN; FIT_SIZES.len() * PER_SIZE];
     if rank == 0 {
         let froms: Vec<usize> = (0..PASSES).map(|p| p * mine.len() / PASSES).collect();
         // Each pass's own scale is only for the log; fitting it doubled the fitting time
@@ -137,7 +187,7 @@ pub unsafe fn measure(
         if logged {
             log_fit(nranks, &passes, &pooled);
         }
-        for (i, o) in out.chunks_exact_mut(per_size).enumerate() {
+        for (i, o) in out.chunks_exact_mut(PER_SIZE).enumerate() {
             o[0] = pooled[i].scale.unwrap_or(f64::NAN);
             if let Some(r) = pooled[i].release {
                 o[1..5].copy_from_slice(&[r.release_s, r.copy_s, r.root_s, f64::from(u8::from(r.root_waits))]);
@@ -148,29 +198,7 @@ pub unsafe fn measure(
         }
     }
     raw::bcast(&mut out, 0, comm)?;
-    let scale = CurveScale::new(
-        FIT_SIZES
-            .iter()
-            .zip(out.chunks_exact(per_size))
-            .map(|(&b, o)| (b, o[0]))
-            .collect(),
-    );
-    let timing = FIT_SIZES
-        .iter()
-        .zip(out.chunks_exact(per_size))
-        .map(|(&bytes, o)| LibraryTiming {
-            bytes,
-            pass_median_s: o[5..].to_vec(),
-            scale: o[0].is_finite().then_some(o[0]),
-            release: o[1..5].iter().all(|x| x.is_finite()).then_some(ReleaseCost {
-                release_s: o[1],
-                copy_s: o[2],
-                root_s: o[3],
-                root_waits: o[4] > 0.5,
-            }),
-        })
-        .collect();
-    Ok(scale.map(|s| (s, timing)))
+    Ok(out)
 }
 
 /// One size's fit, for the log.
@@ -247,6 +275,22 @@ fn log_fit(nranks: u32, passes: &[Vec<Fitted>], pooled: &[Fitted]) {
         .collect();
     log::info!(
         "treecast: the library's broadcast timed at set-up on one host of {nranks} ranks (per pass, the median rank's time in the call and the scale of the host-mates' costs that reproduces it; then the scale of both passes' calls together, which is kept): {}",
+        parts.join(" | ")
+    );
+}
+
+/// The log line of readings kept from an earlier communicator (`out`: [`PER_SIZE`] per size).
+fn log_kept(nranks: u32, out: &[f64]) {
+    let parts: Vec<String> = FIT_SIZES
+        .iter()
+        .zip(out.chunks_exact(PER_SIZE))
+        .map(|(b, o)| {
+            let released = if o[1].is_finite() { " (released)" } else { "" };
+            format!("{b} B x{:.2}{released}", o[0])
+        })
+        .collect();
+    log::info!(
+        "treecast: the library's broadcast on one host of {nranks} ranks, kept from an earlier communicator of the same ranks: {}",
         parts.join(" | ")
     );
 }

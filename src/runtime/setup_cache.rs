@@ -28,6 +28,9 @@ pub enum Key {
     HostMates(u32, u32),
     /// The burst probe from the first rank to the second.
     Burst(u32, u32),
+    /// What a communicator of these processes, in this order, measured of the library's
+    /// collectives (`super::library_fit`): its size and a hash of its `MPI_COMM_WORLD` ranks.
+    Ranks { size: u32, hash: u64 },
 }
 
 static READINGS: Mutex<BTreeMap<Key, Vec<f64>>> = Mutex::new(BTreeMap::new());
@@ -76,6 +79,22 @@ impl Shared {
         Key::Burst(self.world[from as usize], self.world[to as usize])
     }
 
+    /// The key of what the whole communicator measured: the same for every communicator of
+    /// the same processes in the same order (a duplicate of `MPI_COMM_WORLD`, or of any
+    /// other), whose library collectives are the same algorithm.
+    pub fn ranks(&self) -> Key {
+        // FNV-1a over the world ranks.
+        let hash = self.world.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, &r| {
+            r.to_le_bytes()
+                .iter()
+                .fold(h, |h, &b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3))
+        });
+        Key::Ranks {
+            size: self.world.len() as u32,
+            hash,
+        }
+    }
+
     /// Collective over `comm` (every rank with the same `keys`): for each key, the readings of
     /// `len` numbers when every rank holds some (rank 0's, broadcast), else `None`.
     pub fn lookup(&self, comm: MPI_Comm, keys: &[Key], len: usize) -> Result<Vec<Option<Vec<f64>>>> {
@@ -114,6 +133,10 @@ mod tests {
         assert_eq!(s.host_mates(1, 0), Key::HostMates(2, 5));
         assert_eq!(s.burst(2, 0), Key::Burst(7, 5));
         assert_ne!(s.burst(2, 0), s.burst(0, 2));
+        // The same processes in the same order share a key; another order or set does not.
+        assert_eq!(s.ranks(), Shared::from_world(vec![5, 2, 7]).ranks());
+        assert_ne!(s.ranks(), Shared::from_world(vec![2, 5, 7]).ranks());
+        assert_ne!(s.ranks(), Shared::from_world(vec![5, 2]).ranks());
         let key = Key::Burst(1000, 1001);
         assert_eq!(held(key, 2), None);
         keep(key, &[1.0, 2.0]);
