@@ -93,7 +93,7 @@ fn main() {
     let calibrated = site
         .size_classes
         .iter()
-        .any(|c| c.predicted.is_some_and(|p| p.rank_median_s.is_some()));
+        .any(|c| c.predicted.as_ref().is_some_and(|p| p.rank_median_s.is_some()));
     println!(
         "{nranks} ranks ({}), topo_bcast after a barrier, predictions {}",
         report.mpi_library,
@@ -120,7 +120,7 @@ fn main() {
             continue;
         };
         let measured = c.time.median_s;
-        let (pred, err) = match c.predicted {
+        let (pred, err) = match &c.predicted {
             Some(p) => (format!("{:.1}", p.comparable_s() * 1e6), p.error(measured)),
             None => ("-".into(), None),
         };

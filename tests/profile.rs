@@ -160,7 +160,7 @@ fn profile_counts_calls_and_bytes_exactly() {
         assert!(s.timed_calls >= np as u64 && s.timed_calls <= s.rank_calls, "{s:#?}");
         assert!(s.time.min_s > 0.0 && s.time.min_s <= s.time.median_s && s.time.median_s <= s.time.max_s);
         // One machine: the topology is one node, so predictions exist for every site.
-        let p = s.predicted.expect("prediction");
+        let p = s.predicted.as_ref().expect("prediction");
         assert!(p.deterministic_s > 0.0);
         // Heavy tails never make a broadcast faster. Where the calibration leaves the host links
         // no latency (the per-message overhead took all of it), every latency is a point and the
@@ -217,7 +217,7 @@ fn profile_counts_calls_and_bytes_exactly() {
             );
             assert!(c.roots.iter().any(|r| r.0 == c.predicted_root));
             assert!(c.time.min_s > 0.0 && c.time.min_s <= c.time.median_s && c.time.median_s <= c.time.max_s);
-            let p = c.predicted.expect("per-class prediction");
+            let p = c.predicted.as_ref().expect("per-class prediction");
             assert!(p.deterministic_s > 0.0);
             // Two ranks share the host, so the set-up calibration fed the prediction, and the
             // error against the measured median is recorded (its size is timing: not asserted).

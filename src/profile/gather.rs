@@ -178,7 +178,7 @@ fn class_report(
         roots: m.roots.into_iter().collect(),
         predicted_bytes,
         predicted_root,
-        prediction_error: predicted.and_then(|p| p.error(time.median_s)),
+        prediction_error: predicted.as_ref().and_then(|p| p.error(time.median_s)),
         predicted,
         given_entries: super::entries::given_entries(in_class(), st.size(), |root, bytes, enters| {
             st.predict_given_entries(root, bytes, enters, train)
@@ -384,7 +384,7 @@ fn merge(st: &dyn ProfiledComm, ranks: &[RankWire]) -> CommReport {
             timed_calls: time.count(),
             histogram: time.bins(),
             roots: roots.into_iter().collect(),
-            predicted: dominant.and_then(|c| c.predicted),
+            predicted: dominant.and_then(|c| c.predicted.clone()),
             predicted_bytes: dominant.map(|c| c.predicted_bytes),
             predicted_root: dominant.map(|c| c.predicted_root),
             predicted_class: dominant.map(|c| c.class),

@@ -68,7 +68,7 @@ fn class_rows(s: &SiteReport) -> Vec<Row<'_>> {
             calls: s.calls,
             bytes: s.bytes,
             time: &s.time,
-            predicted: s.predicted,
+            predicted: s.predicted.clone(),
             predicted_for: s
                 .predicted_bytes
                 .map(|b| predicted_for(b, s.predicted_root.unwrap_or(0))),
@@ -82,7 +82,7 @@ fn class_rows(s: &SiteReport) -> Vec<Row<'_>> {
             calls: c.calls,
             bytes: c.bytes,
             time: &c.time,
-            predicted: c.predicted,
+            predicted: c.predicted.clone(),
             predicted_for: Some(predicted_for(c.predicted_bytes, c.predicted_root)),
             given: c.given_entries,
         })
@@ -115,6 +115,30 @@ fn table_row(
         opt_us(predicted.map(|p| p.comparable_s())),
         predicted_for
     );
+}
+
+/// Notes on the rows whose calls pace a token-bucketed link (`Predicted::paced`) and whose
+/// prediction with the buckets full and drained lies more than the goal's 25% apart: which
+/// prediction holds depends on how the calls fall, which medians cannot tell.
+fn paced_notes(rows: &[(String, &TimeStats, Predicted, Option<super::report::GivenEntries>)]) -> String {
+    let mut out = String::new();
+    for (label, _, p, _) in rows {
+        let Some(pc) = &p.paced else { continue };
+        let (lo, hi) = (pc.full_s.min(pc.drained_s), pc.full_s.max(pc.drained_s));
+        if !(lo > 0.0 && hi > 1.25 * lo) {
+            continue;
+        }
+        let _ = writeln!(
+            out,
+            "  note: uncertain: {label}: its calls come about as fast as {} carry them at the \
+             sustained rate, so whether the token buckets refill between calls decides their \
+             time: {} us with them full, {} us refilled only between calls",
+            pc.links.join(", "),
+            us(pc.full_s),
+            us(pc.drained_s)
+        );
+    }
+    out
 }
 
 /// Prediction error per site and size class: the measured median of per-rank call durations
@@ -177,6 +201,7 @@ fn error_text(o: &mut String, c: &CommReport, mpi_library: &str) {
         }
     );
     let pct = |e: Option<f64>| e.map_or_else(|| "-".to_string(), |e| format!("{:+.0}%", e * 100.0));
+    let paced = paced_notes(&rows);
     for (label, t, p, g) in rows {
         let entries = match g {
             Some(g) => format!(
@@ -199,6 +224,7 @@ fn error_text(o: &mut String, c: &CommReport, mpi_library: &str) {
             pct(p.error(t.median_s))
         );
     }
+    o.push_str(&paced);
     if !mpi_library.is_empty() && mpi_library != "Open MPI" && c.routes.iter().any(|r| r.route == "library") {
         let _ = writeln!(
             o,
@@ -353,7 +379,7 @@ pub fn text(report: &ProfileReport) -> String {
             let rows = class_rows(s);
             let single = rows.len() == 1;
             let (pred, pred_for) = if single {
-                (rows[0].predicted, rows[0].predicted_for.clone())
+                (rows[0].predicted.clone(), rows[0].predicted_for.clone())
             } else {
                 (None, Some("per size class:".to_string()))
             };
@@ -367,7 +393,16 @@ pub fn text(report: &ProfileReport) -> String {
             for r in &rows {
                 let label = format!("  {}", shorten(&r.label, 38));
                 let pred_for = r.predicted_for.as_deref().unwrap_or("-");
-                table_row(&mut o, &label, r.calls, r.bytes, r.time, "", r.predicted, pred_for);
+                table_row(
+                    &mut o,
+                    &label,
+                    r.calls,
+                    r.bytes,
+                    r.time,
+                    "",
+                    r.predicted.clone(),
+                    pred_for,
+                );
             }
         }
         routes_text(&mut o, c);
@@ -1199,6 +1234,32 @@ mod tests {
         );
         assert!(t.contains("predicted as a shared-memory broadcast"), "{t}");
         assert!(!t.contains("uncertain near 1 KiB, 256 KiB"), "{t}");
+    }
+
+    /// A class whose calls pace a policed link is named uncertain, with the range its
+    /// prediction spans; a narrow range is not.
+    #[test]
+    fn classes_that_pace_a_policed_link_are_flagged() {
+        let mut r = sample();
+        assert!(!text(&r).contains("uncertain:"));
+        let class = &mut r.communicators[0].sites[0].size_classes[1];
+        class.predicted.as_mut().unwrap().paced = Some(crate::profile::report::PacedReport {
+            links: vec!["sw0 -> core".into(), "core -> sw1".into()],
+            full_s: 1.1e-3,
+            drained_s: 1.6e-3,
+        });
+        let t = text(&r);
+        assert!(
+            t.contains("its calls come about as fast as sw0 -> core, core -> sw1 carry them"),
+            "{t}"
+        );
+        assert!(
+            t.contains("1100.00 us with them full, 1600.00 us refilled only between calls"),
+            "{t}"
+        );
+        let class = &mut r.communicators[0].sites[0].size_classes[1];
+        class.predicted.as_mut().unwrap().paced.as_mut().unwrap().drained_s = 1.3e-3;
+        assert!(!text(&r).contains("uncertain:"), "{}", text(&r));
     }
 
     #[test]

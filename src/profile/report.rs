@@ -157,7 +157,7 @@ pub struct TimeStats {
 
 /// Predicted completion time of a broadcast of one message size from one root (the plan the
 /// runtime uses for that size class).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Predicted {
     /// Contention-free deterministic prediction from link latencies and bandwidths.
     pub deterministic_s: f64,
@@ -174,6 +174,22 @@ pub struct Predicted {
     /// (`deterministic_s` and the distributions charge no per-message overhead).
     #[serde(default)]
     pub completion_s: Option<f64>,
+    /// Where the class's calls come about as fast as a token-bucketed link carries their
+    /// bytes (`estimate::bucket::paced`): whether the bucket refills between calls decides
+    /// their time, and the medians the prediction rests on cannot tell. `None` elsewhere.
+    #[serde(default)]
+    pub paced: Option<PacedReport>,
+}
+
+/// The range a paced class's prediction spans (see [`Predicted::paced`]).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct PacedReport {
+    /// The links (`from -> to`) whose buckets the calls pace.
+    pub links: Vec<String>,
+    /// The median rank's predicted time with those buckets full at every call, and with each
+    /// refilled only by the gap between calls.
+    pub full_s: f64,
+    pub drained_s: f64,
 }
 
 impl Predicted {

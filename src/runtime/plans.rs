@@ -539,7 +539,41 @@ impl Planner {
             out.completion_s = Some(c.completion_s);
             out.rank_median_s = Some(c.rank_median_s);
         }
+        out.paced = self.paced(&p, bytes, library_route, train);
         Some(out)
+    }
+
+    /// Where calls of `p` with `bytes` in `train` pace a bucketed link
+    /// (`estimate::bucket::paced`): those links and the prediction with their buckets full
+    /// and drained to the gap's refill. `None` elsewhere or uncalibrated.
+    fn paced(
+        &self,
+        p: &Plan,
+        bytes: u64,
+        library_route: bool,
+        train: Option<crate::estimate::bucket::CallTrain>,
+    ) -> Option<crate::profile::report::PacedReport> {
+        use crate::estimate::bucket::{drained, paced_buckets};
+        let c = self.calibrated.as_ref()?;
+        let t = train?;
+        let paced = paced_buckets(&c.topology, p, bytes, &c.buckets, Some(t)).ok()?;
+        if paced.is_empty() {
+            return None;
+        }
+        let median = |train| {
+            let topo = Self::bucketed(c, p, bytes, train)?;
+            self.calibrated_times(c, &topo, p, bytes, None, library_route)
+                .map(|d| d.rank_median_s)
+        };
+        let names = self.link_buckets();
+        Some(crate::profile::report::PacedReport {
+            links: paced
+                .iter()
+                .filter_map(|&i| names.get(i).map(|n| n.link.clone()))
+                .collect(),
+            full_s: median(None)?,
+            drained_s: median(Some(drained(t)))?,
+        })
     }
 
     /// The plan poison travels along when the root itself cannot take part (its own arguments
