@@ -60,7 +60,7 @@ pub struct LibraryTimingReport {
     pub pass_median_s: Vec<f64>,
     /// The factor the host-mates' costs were scaled by (`None`: no fit).
     pub scale: Option<f64>,
-    /// Where that factor is held at its lower limit, the calls fitted as a shared-memory
+    /// Where that factor is at or near its lower limit, the calls fitted as a shared-memory
     /// release (`estimate::release`), which predicts the library's broadcasts of this size.
     #[serde(default)]
     pub release: Option<ReleaseReport>,

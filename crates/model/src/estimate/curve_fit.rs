@@ -31,7 +31,7 @@ pub struct LibraryTiming {
     pub bytes: u64,
     pub pass_median_s: Vec<f64>,
     pub scale: Option<f64>,
-    /// Where the scale is held at its lower limit, the calls fitted as a release instead
+    /// Where the scale is at or near its lower limit, the calls fitted as a release instead
     /// (`super::release`), which the library's broadcasts of this size are predicted with.
     pub release: Option<super::release::ReleaseCost>,
 }
