@@ -107,10 +107,12 @@ fn profile_counts_calls_and_bytes_exactly() {
         assert!(t.pass_median_s.iter().all(|&m| m > 0.0 && m < 1.0), "{t:?}");
         assert!(t.scale.is_some_and(|x| (lo..=hi).contains(&x)), "{t:?}");
         // A size is modelled as a shared-memory release exactly where the point-to-point
-        // model could not be as fast as the calls (its scale held at the lower limit), and
+        // model can hardly be as fast as the calls (its scale at or near the lower limit), and
         // then with plausible costs (under MPICH, 1-16 KiB; under Open MPI, as a rule, none).
-        let at_limit = t.scale.is_some_and(|x| x <= lo);
-        assert_eq!(t.release.is_some(), at_limit, "{t:?}");
+        let near_limit = t
+            .scale
+            .is_some_and(|x| x <= treecast::runtime::library_fit::RELEASE_BELOW);
+        assert_eq!(t.release.is_some(), near_limit, "{t:?}");
         if let Some(r) = &t.release {
             let ok = |s: f64| s.is_finite() && (0.0..0.1).contains(&s);
             assert!(ok(r.release_s) && ok(r.copy_s) && ok(r.root_s), "{t:?}");
