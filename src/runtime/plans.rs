@@ -253,19 +253,15 @@ impl Planner {
         let Some(c) = &self.calibrated else {
             return Vec::new();
         };
-        let t = &c.topology;
         c.buckets
             .iter()
-            .filter(|b| b.link < t.links().len())
-            .map(|b| {
-                let l = t.link(b.link);
-                let (from, to) = if b.forward { (l.a, l.b) } else { (l.b, l.a) };
-                crate::profile::report::LinkBucketReport {
-                    link: format!("{} -> {}", t.vertex(from).name, t.vertex(to).name),
+            .filter_map(|b| {
+                Some(crate::profile::report::LinkBucketReport {
+                    link: bucket_link_name(&c.topology, b)?,
                     depth_bytes: b.bucket.depth_bytes,
                     peak_bps: b.bucket.peak_bps,
                     sustained_bps: b.bucket.sustained_bps,
-                }
+                })
             })
             .collect()
     }
@@ -565,11 +561,12 @@ impl Planner {
             self.calibrated_times(c, &topo, p, bytes, None, library_route)
                 .map(|d| d.rank_median_s)
         };
-        let names = self.link_buckets();
         Some(crate::profile::report::PacedReport {
+            // By bucket index: `link_buckets` drops buckets on unknown links, so its list's
+            // indices need not be these.
             links: paced
                 .iter()
-                .filter_map(|&i| names.get(i).map(|n| n.link.clone()))
+                .filter_map(|&i| bucket_link_name(&c.topology, c.buckets.get(i)?))
                 .collect(),
             full_s: median(None)?,
             drained_s: median(Some(drained(t)))?,
@@ -582,6 +579,16 @@ impl Planner {
         let p = Plan::from_tree(root, &trees::binomial(self.nranks, root), 1, "poison");
         LocalPlan::from_plan(&p, me)
     }
+}
+
+/// A bucketed link direction by its ends' names (`from -> to`); `None` for a link the topology
+/// does not have.
+fn bucket_link_name(t: &crate::topology::Topology, b: &crate::estimate::bucket::LinkBucket) -> Option<String> {
+    (b.link < t.links().len()).then(|| {
+        let l = t.link(b.link);
+        let (from, to) = if b.forward { (l.a, l.b) } else { (l.b, l.a) };
+        format!("{} -> {}", t.vertex(from).name, t.vertex(to).name)
+    })
 }
 
 /// The predictions' inputs from what the job measured: the topology with the host-mates' path
