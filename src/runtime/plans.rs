@@ -505,14 +505,22 @@ impl Planner {
         library_route: bool,
         train: Option<crate::estimate::bucket::CallTrain>,
     ) -> Option<crate::profile::report::Predicted> {
-        let t = match &self.calibrated {
-            Some(c) => &*c.topology,
-            None => self.topology.as_deref()?,
-        };
         let p = self.predicted_plan(root, bytes, library_route);
+        // The distribution models see the token-bucketed links at the rates the calibrated
+        // model charges the class, so the jitter they add (the report puts it on the
+        // calibrated completion) is over the same links.
+        let bucketed = self
+            .calibrated
+            .as_ref()
+            .and_then(|c| Self::bucketed(c, &p, bytes, train));
+        let t: &crate::topology::Topology = match (&bucketed, &self.calibrated) {
+            (Some(b), _) => b,
+            (None, Some(c)) => &c.topology,
+            (None, None) => self.topology.as_deref()?,
+        };
         let calibrated = self.calibrated.as_ref().and_then(|c| {
-            let t = Self::bucketed(c, &p, bytes, train)?;
-            self.calibrated_times(c, &t, &p, bytes, None, library_route)
+            let t = bucketed.as_deref()?;
+            self.calibrated_times(c, t, &p, bytes, None, library_route)
         });
         let mut out = if self.nranks > 512 {
             let d = crate::estimate::evaluate_deterministic(t, &p, bytes).ok()?;
