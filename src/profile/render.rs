@@ -173,7 +173,7 @@ fn host_change_notes(rows: &[ErrRow<'_>], c: &CommReport) -> String {
         let Some(t) = c.library_timing.iter().find(|t| t.bytes == *b) else {
             continue;
         };
-        let mut read: Vec<f64> = t
+        let read: Vec<f64> = t
             .pass_median_s
             .iter()
             .copied()
@@ -182,7 +182,6 @@ fn host_change_notes(rows: &[ErrRow<'_>], c: &CommReport) -> String {
         if read.is_empty() {
             continue;
         }
-        read.sort_by(f64::total_cmp);
         let set_up = crate::estimate::calibrate::median(&read);
         let ratio = g.measured_median_s / set_up;
         let slower = ratio > 1.0 + spread && e < 0.0;
