@@ -498,3 +498,57 @@ fn render(svg: &std::path::Path) -> Png {
         rgb,
     }
 }
+
+/// `predict_bench` (issue 23's benchmark) runs under mpirun and prints a row per size, the
+/// line of sizes whose calls moved within the job and the verdict; and
+/// `scripts/predict_stats_report.py`, which tallies its outputs over jobs
+/// (`scripts/predict-stats.sh`), reads every row of it: if either's format drifts, the tally
+/// the README's numbers come from breaks here, not silently.
+#[test]
+fn predict_bench_output_is_what_the_tally_reads() {
+    let out = mpirun(
+        3,
+        &example("predict_bench"),
+        &["10"],
+        &[("TREECAST_TIMEOUT", "120")],
+        600,
+    );
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "predict_bench: {:?}\n{text}{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(text.contains("median prediction within 25%"), "{text}");
+    assert!(text.contains("moved more than 25% from all their calls: "), "{text}");
+    let dir = std::env::temp_dir().join(format!("treecast-predict-tally-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let job = dir.join("job-1.txt");
+    std::fs::write(&job, &text).unwrap();
+    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/predict_stats_report.py");
+    let tally = std::process::Command::new("python3")
+        .arg(&script)
+        .arg(&job)
+        .output()
+        .expect("python3 runs");
+    let tally_text = String::from_utf8_lossy(&tally.stdout).into_owned();
+    assert!(
+        tally.status.success(),
+        "{tally_text}{}",
+        String::from_utf8_lossy(&tally.stderr)
+    );
+    assert!(tally_text.starts_with("1 jobs"), "{tally_text}");
+    // One row per size, 1 KiB .. 16 MiB in powers of 4, each read from both columns.
+    for k in 0..8 {
+        let size = 1024u64 << (2 * k);
+        let row = tally_text
+            .lines()
+            .find(|l| l.split_whitespace().next() == Some(&size.to_string()))
+            .unwrap_or_else(|| panic!("no row for {size} B in\n{tally_text}\nfrom\n{text}"));
+        assert_eq!(row.matches("/1").count(), 3, "{row}");
+    }
+    assert!(tally_text.contains("cells within 25%: together "), "{tally_text}");
+    assert!(tally_text.contains("/8, entries "), "{tally_text}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -1,0 +1,98 @@
+#!/usr/bin/env bash
+# predict-stats.sh: how often do a profile's predictions meet issue 23's goal, job after job?
+#
+#   scripts/predict-stats.sh [--runs K] [--ranks N] [--mpich] [--emulated SHAPE] [--keep DIR]
+#                            [--calls C]
+#
+# Runs `predict_bench` (a profiled job of topo_bcast calls, 1 KiB .. 16 MiB, that prints each
+# size's measured median against its prediction) K times (default 6), one job at a time, and
+# tallies the jobs with scripts/predict_stats_report.py: per size the jobs within 25% both ways
+# (all ranks entering together, each call from its ranks' entries) and their errors, the jobs
+# whose own calls moved more than 25% within the job, the range of the measured medians over the
+# jobs and how well the predictions follow it, and the jobs that met the goal.
+#
+# Where: one host with N ranks (default 4) under Open MPI, or under MPICH with --mpich (PyPI's
+# wheel, as scripts/env.sh sets it up; built into target/mpich); --emulated SHAPE brings up the
+# emulated cluster (scripts/emucluster.sh, 2 extra bridges per uplink, 300mbit uplinks, one rank
+# per host, `--mca mpi_yield_when_idle 1` as the demo runs) for the jobs and tears it down after.
+# --calls C: calls per size (predict_bench's argument, default 200).
+# --keep DIR: keep each job's output (job-K.txt), log (job-K.err) and profile (job-K.json, for
+# `treecast report`) in DIR.
+#
+# Builds what it runs (cargo build --release --example predict_bench). Timings on a shared
+# machine: run nothing else meanwhile. Exit code 0 when every job ran (whatever it measured).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+runs=6 ranks=4 mpich=0 shape="" keep="" calls=200 prefix="${EMUCLUSTER_PREFIX:-tcpred}"
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --runs) runs="${2:?}"; shift 2;;
+    --ranks) ranks="${2:?}"; shift 2;;
+    --mpich) mpich=1; shift;;
+    --emulated) shape="${2:?}"; shift 2;;
+    --keep) keep="${2:?}"; shift 2;;
+    --calls) calls="${2:?}"; shift 2;;
+    -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0;;
+    *) echo "predict-stats: unknown argument $1" >&2; exit 2;;
+  esac
+done
+for v in "$runs" "$ranks" "$calls"; do
+  [[ "$v" =~ ^[1-9][0-9]*$ ]] || { echo "predict-stats: --runs, --ranks and --calls take positive numbers" >&2; exit 2; }
+done
+[ "$mpich" = 0 ] || [ -z "$shape" ] || { echo "predict-stats: --emulated runs Open MPI; drop --mpich" >&2; exit 2; }
+
+if [ "$mpich" = 1 ]; then export TREECAST_MPI=mpich; fi
+. scripts/env.sh
+cargo build --release --example predict_bench >/dev/null
+[ -z "$shape" ] || cargo build --release --bin treecast >/dev/null # emucluster.sh runs it
+bench="$TREECAST_RELEASE/examples/predict_bench"
+
+work=$(mktemp -d "${TMPDIR:-/tmp}/predict-stats.XXXXXX")
+out="${keep:-$work}"
+mkdir -p "$out"
+emu=(scripts/emucluster.sh --prefix "$prefix")
+cleanup() {
+  [ -z "$shape" ] || "${emu[@]}" down >/dev/null 2>&1 || true
+  rm -rf "$work"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+# launch K: the command of job K (its profile kept as job-K.json with --keep).
+launch() {
+  local env=()
+  if [ -n "$keep" ]; then
+    if [ "$mpich" = 1 ]; then env=(-genv TREECAST_PROFILE "$out/job-$1.json"); else env=(-x "TREECAST_PROFILE=$out/job-$1.json"); fi
+  fi
+  if [ -n "$shape" ]; then
+    "${emu[@]}" mpirun --mca mpi_yield_when_idle 1 "${env[@]}" "$bench" "$calls"
+  elif [ "$mpich" = 1 ]; then
+    mpirun -n "$ranks" "${env[@]}" "$bench" "$calls"
+  else
+    mpirun --allow-run-as-root --oversubscribe -np "$ranks" "${env[@]}" "$bench" "$calls"
+  fi
+}
+if [ -n "$shape" ]; then
+  "${emu[@]}" up "$shape" --extra-hops 2 --uplink-rate 300mbit --force >/dev/null
+  where="emulated $shape"
+elif [ "$mpich" = 1 ]; then
+  where="one host, $ranks ranks, MPICH"
+else
+  where="one host, $ranks ranks, Open MPI"
+fi
+
+failed=0 files=()
+for ((k = 1; k <= runs; k++)); do
+  if launch "$k" >"$out/job-$k.txt" 2>"$out/job-$k.err"; then
+    printf 'job %d: %s\n' "$k" "$(tail -1 "$out/job-$k.txt")"
+    files+=("$out/job-$k.txt")
+  else
+    failed=$((failed + 1))
+    printf 'job %d failed: %s\n' "$k" "$(tail -1 "$out/job-$k.err")"
+  fi
+done
+echo "== $where: $runs jobs, $failed failed"
+[ "${#files[@]}" = 0 ] || python3 scripts/predict_stats_report.py "${files[@]}"
+[ "$failed" = 0 ]

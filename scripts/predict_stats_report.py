@@ -1,0 +1,141 @@
+#!/usr/bin/env python3
+"""Tally `predict_bench` outputs: how often the profile's predictions meet issue 23's goal.
+
+    predict_stats_report.py FILE ...
+
+Each FILE is one job's standard output of `target/release/examples/predict_bench` (the table,
+the line of sizes whose calls moved, the verdict line). Per message size it prints:
+- together / entries: jobs within 25% and the range of errors, for the prediction with all ranks
+  entering together and for each call predicted from its ranks' entries;
+- moved: jobs whose latest calls' median lay more than 25% from all the size's calls' (the
+  job's own variation: no one prediction matches both medians);
+- measured: the range of the entries column's measured median over the jobs (us), and
+  `r`, the correlation over jobs between that measured median and its prediction: near 1 the
+  predictions follow what differs from job to job, near 0 they do not;
+- best constant: in how many jobs the one number that fits most of them (chosen after the fact)
+  would be within 25% of the entries column's measured median: a reference for how far the
+  job-to-job variation alone lets any prediction go that does not follow it.
+Then the jobs in which the goal was met (every size within 25%), both ways, and from the entries
+the jobs whose every miss is at a size that moved within the job.
+
+Standard library only, so it runs wherever python3 does. Exit code 1 when no file held a result.
+"""
+
+import math
+import re
+import sys
+
+ROW = re.compile(
+    r"\s+(\d+)\s+\d+\s+([\d.]+)\s+([\d.]+|-)\s+([+-]\d+%|-)\s+\w+\s+\d+\s+([\d.]+)\s+([\d.]+)\s+([+-]\d+%|-)"
+)
+MOVED = re.compile(r"^sizes whose latest calls .*: (.*)$")
+GOAL = 0.25
+
+
+def within(e):
+    return e is not None and abs(e) <= GOAL
+
+
+def pct(s):
+    return None if s == "-" else int(s.rstrip("%")) / 100.0
+
+
+def corr(xs, ys):
+    if len(xs) < 3:
+        return None
+    mx, my = sum(xs) / len(xs), sum(ys) / len(ys)
+    sxy = sum((x - mx) * (y - my) for x, y in zip(xs, ys))
+    sxx = sum((x - mx) ** 2 for x in xs)
+    syy = sum((y - my) ** 2 for y in ys)
+    return sxy / math.sqrt(sxx * syy) if sxx > 0 and syy > 0 else None
+
+
+def best_constant(measured):
+    """Most jobs one number can be within 25% of: p/m - 1 in [-0.25, 0.25] for p in [0.75m, 1.25m]."""
+    best = 0
+    for m in measured:
+        for p in (0.75 * m, 1.25 * m):
+            best = max(best, sum(abs(p / x - 1) <= GOAL + 1e-9 for x in measured))
+    return best
+
+
+def parse(path):
+    rows, moved, verdict = {}, set(), None
+    with open(path, errors="replace") as f:
+        for line in f:
+            m = ROW.match(line)
+            if m:
+                size = int(m.group(1))
+                rows[size] = {
+                    "together": pct(m.group(4)),
+                    "measured": float(m.group(5)),
+                    "predicted": float(m.group(6)),
+                    "entries": pct(m.group(7)),
+                }
+                continue
+            m = MOVED.match(line.strip())
+            if m and m.group(1) != "none":
+                moved = {int(x.split()[0]) for x in m.group(1).split(", ")}
+            if line.startswith("median prediction within 25%"):
+                verdict = line
+    return (rows, moved) if verdict and rows else None
+
+
+def span(errs):
+    errs = [e for e in errs if e is not None]
+    return f"{min(errs) * 100:+.0f} .. {max(errs) * 100:+.0f}%" if errs else "-"
+
+
+def main(paths):
+    jobs = []
+    for p in paths:
+        r = parse(p)
+        if r is None:
+            print(f"predict_stats_report: no result in {p}", file=sys.stderr)
+        else:
+            jobs.append(r)
+    if not jobs:
+        return 1
+    sizes = sorted({s for rows, _ in jobs for s in rows})
+    n = len(jobs)
+    print(f"{n} jobs")
+    print(
+        f"{'size':>9}  {'together':<18} {'entries':<18} {'moved':>5}  {'measured us (entries)':<24} {'r':>5}  best constant"
+    )
+    for s in sizes:
+        have = [rows[s] for rows, _ in jobs if s in rows]
+        tog = [h["together"] for h in have]
+        ent = [h["entries"] for h in have]
+        meas = [h["measured"] for h in have]
+        pred = [h["predicted"] for h in have]
+        moved = sum(s in mv for rows, mv in jobs if s in rows)
+        r = corr(meas, pred)
+        print(
+            f"{s:>9}  {sum(map(within, tog)):>2}/{len(have):<2} {span(tog):<12} "
+            f"{sum(map(within, ent)):>2}/{len(have):<2} {span(ent):<12} {moved:>5}  "
+            f"{min(meas):>9.1f} .. {max(meas):<11.1f} {'-' if r is None else f'{r:+.2f}':>5}  "
+            f"{best_constant(meas)}/{len(have)}"
+        )
+    cells = [(s, rows[s]) for rows, _ in jobs for s in rows]
+    tog_cells = sum(within(c["together"]) for _, c in cells)
+    ent_cells = sum(within(c["entries"]) for _, c in cells)
+    met_tog = sum(all(within(c["together"]) for c in rows.values()) for rows, _ in jobs)
+    met_ent = sum(all(within(c["entries"]) for c in rows.values()) for rows, _ in jobs)
+    explained = sum(
+        all(within(c["entries"]) or s in mv for s, c in rows.items())
+        and not all(within(c["entries"]) for c in rows.values())
+        for rows, mv in jobs
+    )
+    print(
+        f"cells within 25%: together {tog_cells}/{len(cells)}, entries {ent_cells}/{len(cells)}; "
+        f"goal met: together {met_tog}/{n}, entries {met_ent}/{n}; "
+        f"missed from the entries only at sizes that moved within the job: {explained}/{n}"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    if len(sys.argv) < 2 or sys.argv[1] in ("-h", "--help"):
+        print(__doc__)
+        sys.exit(0 if len(sys.argv) > 1 else 2)
+    sys.exit(main(sys.argv[1:]))
