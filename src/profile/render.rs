@@ -133,7 +133,8 @@ type ErrRow<'a> = (
 
 /// Notes on the rows whose calls pace a token-bucketed link (`Predicted::paced`) and whose
 /// prediction with the buckets full and drained lies more than the goal's 25% apart: which
-/// prediction holds depends on how the calls fall, which medians cannot tell.
+/// level each call finds depends on how the calls fall, which medians cannot tell; the
+/// prediction lies between the two (`estimate::bucket::drained_weight`).
 fn paced_notes(rows: &[ErrRow<'_>]) -> String {
     let mut out = String::new();
     for (label, _, p, _, _) in rows {
@@ -146,7 +147,8 @@ fn paced_notes(rows: &[ErrRow<'_>]) -> String {
             out,
             "  note: uncertain: {label}: its calls come about as fast as {} carry them at the \
              sustained rate, so whether the token buckets refill between calls decides their \
-             time: {} us with them full, {} us refilled only between calls",
+             time: {} us with them full, {} us refilled only between calls (predicted between \
+             the two by how near the refill comes to the use, halfway where they balance)",
             pc.links.join(", "),
             us(pc.full_s),
             us(pc.drained_s)
@@ -1491,7 +1493,7 @@ mod tests {
             "{t}"
         );
         assert!(
-            t.contains("1100.00 us with them full, 1600.00 us refilled only between calls"),
+            t.contains("1100.00 us with them full, 1600.00 us refilled only between calls (predicted between the two"),
             "{t}"
         );
         let class = &mut r.communicators[0].sites[0].size_classes[1];

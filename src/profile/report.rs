@@ -176,7 +176,9 @@ pub struct Predicted {
     pub completion_s: Option<f64>,
     /// Where the class's calls come about as fast as a token-bucketed link carries their
     /// bytes (`estimate::bucket::paced`): whether the bucket refills between calls decides
-    /// their time, and the medians the prediction rests on cannot tell. `None` elsewhere.
+    /// their time, and the medians the prediction rests on cannot tell (`rank_median_s` and
+    /// `completion_s` lie between these two cases, `estimate::bucket::drained_weight` of the
+    /// way from full to drained). `None` elsewhere.
     #[serde(default)]
     pub paced: Option<PacedReport>,
 }
