@@ -134,8 +134,7 @@ fn main() {
             Some(g) => {
                 let ok = g.error.is_some_and(|e| e.abs() <= GOAL);
                 all_given &= ok;
-                let drift = g.measured_median_s / measured - 1.0;
-                if measured > 0.0 && !(1.0 / (1.0 + GOAL) - 1.0..=GOAL).contains(&drift) {
+                if let Some(drift) = g.moved(measured) {
                     moved.push(format!("{bytes} B {:+.0}%", drift * 100.0));
                 }
                 format!(

@@ -206,31 +206,17 @@ fn host_change_notes(rows: &[ErrRow<'_>], c: &CommReport) -> String {
     out
 }
 
-/// The fewest latest calls whose median [`moved_notes`] sets against all the timed calls'.
-const MOVED_MIN_CALLS: u64 = 16;
-
 /// One note per class whose latest calls every rank timed (the ones predicted from their
-/// entries) took more than 25% longer or shorter than all its timed calls: the calls' own time
-/// moved within the job by more than a prediction is held to, so no one prediction can match
-/// both medians and a miss there is the job's variation as much as the model's. On the 3x3
-/// emulated cluster (9 ranks on 2 cores) the latest 64 of 200 16 KiB calls read 44% below
-/// all 200 in one job of 30 (239 against 427 us), while its prediction met the 200. Only from
-/// [`MOVED_MIN_CALLS`] latest calls on: the median of a handful is no reading of the job's state
-/// (a test program's single 1-byte call read 44 us against 5 us for all its calls).
+/// entries) moved more than 25% from all its timed calls ([`GivenEntries::moved`]): a miss
+/// there is the job's variation as much as the model's.
+///
+/// [`GivenEntries::moved`]: super::report::GivenEntries::moved
 fn moved_notes(rows: &[ErrRow<'_>]) -> String {
-    let spread = crate::estimate::curve_fit::PASS_SPREAD;
     let mut out = String::new();
     for (label, t, _, g, _) in rows {
-        let Some(g) = g.filter(|g| g.calls >= MOVED_MIN_CALLS) else {
+        let Some((g, drift)) = g.and_then(|g| Some((g, g.moved(t.median_s)?))) else {
             continue;
         };
-        if !(t.median_s > 0.0 && g.measured_median_s > 0.0) {
-            continue;
-        }
-        let ratio = g.measured_median_s / t.median_s;
-        if (1.0 / (1.0 + spread)..=1.0 + spread).contains(&ratio) {
-            continue;
-        }
         let _ = writeln!(
             out,
             "  note: {label}: its latest {} calls took {} us (median rank), all its timed calls {} us: \
@@ -239,8 +225,8 @@ fn moved_notes(rows: &[ErrRow<'_>]) -> String {
             g.calls,
             us(g.measured_median_s),
             us(t.median_s),
-            (ratio - 1.0).abs() * 100.0,
-            spread * 100.0
+            drift.abs() * 100.0,
+            crate::estimate::curve_fit::PASS_SPREAD * 100.0
         );
     }
     out
