@@ -149,6 +149,18 @@ pub struct CallTrain {
     pub gap_s: f64,
 }
 
+/// `train` when its period is a usable time (finite, positive); `None` (no train: the bucket
+/// full) otherwise.
+fn timed(train: Option<CallTrain>) -> Option<CallTrain> {
+    train.filter(|t| t.period_s.is_finite() && t.period_s > 0.0)
+}
+
+/// What the gap between two calls of `t` refills the bucket with: the level a call that
+/// empties it leaves the next.
+fn gap_refill(b: &TokenBucket, t: CallTrain) -> f64 {
+    (b.sustained_bps * t.gap_s.max(0.0)).min(b.depth_bytes)
+}
+
 /// Tokens in the bucket when the median call of a train starts, in a train of calls that each
 /// pass `used` bytes over the link. `None`: full.
 ///
@@ -162,13 +174,13 @@ pub struct CallTrain {
 /// the level wanders between the gap's refill and full with the calls' jitter and the median
 /// call finds it halfway; between the balance and the band's edges, in proportion.
 pub fn steady_level(b: &TokenBucket, used: f64, train: Option<CallTrain>) -> f64 {
-    let Some(t) = train.filter(|t| t.period_s.is_finite() && t.period_s > 0.0) else {
+    let Some(t) = timed(train) else {
         return b.depth_bytes;
     };
     if used <= 0.0 || !used.is_finite() {
         return b.depth_bytes;
     }
-    let emptied = (b.sustained_bps * t.gap_s.max(0.0)).min(b.depth_bytes);
+    let emptied = gap_refill(b, t);
     let net = (b.sustained_bps * t.period_s - used) / used;
     let full_share = (0.5 + net / (2.0 * PACING_BAND)).clamp(0.0, 1.0);
     emptied + (b.depth_bytes - emptied) * full_share
@@ -192,13 +204,13 @@ pub fn steady_level(b: &TokenBucket, used: f64, train: Option<CallTrain>) -> f64
 /// (-33 .. +37% from the entries, 5 of 10 jobs within 25%), and with the level halfway it was
 /// predicted 11-29% short (10 jobs).
 pub fn drained_weight(b: &TokenBucket, used: f64, train: Option<CallTrain>) -> f64 {
-    let Some(t) = train.filter(|t| t.period_s.is_finite() && t.period_s > 0.0) else {
+    let Some(t) = timed(train) else {
         return 0.0;
     };
     if used <= 0.0 || !used.is_finite() {
         return 0.0;
     }
-    let emptied = (b.sustained_bps * t.gap_s.max(0.0)).min(b.depth_bytes);
+    let emptied = gap_refill(b, t);
     let wanted = used.min(b.depth_bytes);
     if wanted <= emptied {
         return 0.0;
@@ -243,7 +255,7 @@ pub const PACED_BAND: f64 = 0.25;
 /// longer period, or a pause, refills the bucket), which [`steady_level`] cannot know from
 /// medians, so the prediction is uncertain.
 pub fn paced(b: &TokenBucket, used: f64, train: Option<CallTrain>) -> bool {
-    let Some(t) = train.filter(|t| t.period_s.is_finite() && t.period_s > 0.0) else {
+    let Some(t) = timed(train) else {
         return false;
     };
     used > 0.0 && b.depth_bytes >= 0.1 * used && (b.sustained_bps * t.period_s - used).abs() <= PACED_BAND * used
