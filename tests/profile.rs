@@ -552,3 +552,64 @@ fn predict_bench_output_is_what_the_tally_reads() {
     assert!(tally_text.contains("/8, entries "), "{tally_text}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `mpi-examples/bcast_windows.c`, the plain MPI program the README's account of one-host
+/// predictions names (how steady the library's own broadcast is within a job): it builds with
+/// mpicc, runs, and prints one row per size with one positive median per window and the
+/// spread between them.
+#[test]
+fn bcast_windows_prints_each_size_and_window() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let exe = common::target_dir().join("bcast_windows_test");
+    let status = std::process::Command::new(common::mpicc())
+        .args(["-O2", "-Wall", "-Werror"])
+        .arg(root.join("mpi-examples/bcast_windows.c"))
+        .arg("-o")
+        .arg(&exe)
+        .status()
+        .expect("mpicc runs");
+    assert!(status.success(), "mpicc failed on mpi-examples/bcast_windows.c");
+    let out = mpirun(2, &exe, &["3", "5"], &[], 300);
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "bcast_windows: {:?}\n{text}{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for k in 0..8 {
+        let size = 1024u64 << (2 * k);
+        let row = text
+            .lines()
+            .find(|l| l.split_whitespace().next() == Some(&size.to_string()))
+            .unwrap_or_else(|| panic!("no row for {size} B in\n{text}"));
+        let (windows, spread) = row
+            .split_once(':')
+            .expect("row has windows")
+            .1
+            .split_once("; spread ")
+            .expect("spread");
+        let medians: Vec<f64> = windows
+            .split_whitespace()
+            .map(|w| w.parse().expect("a number"))
+            .collect();
+        assert_eq!(medians.len(), 3, "{row}");
+        assert!(medians.iter().all(|&m| m > 0.0), "{row}");
+        let spread: f64 = spread.trim_end_matches('x').parse().expect("spread number");
+        let lo = medians.iter().copied().fold(f64::INFINITY, f64::min);
+        let hi = medians.iter().copied().fold(0.0, f64::max);
+        assert!((spread - hi / lo).abs() <= 0.01 + 0.05 * spread, "{row}");
+    }
+    assert!(
+        text.contains("sizes whose windows differ by more than 1.25x: "),
+        "{text}"
+    );
+    // Bad arguments are refused with a message, not run.
+    let bad = mpirun(1, &exe, &["0"], &[], 120);
+    assert!(!bad.status.success());
+    assert!(
+        String::from_utf8_lossy(&bad.stderr).contains("WINDOWS and CALLS must be positive"),
+        "{}",
+        String::from_utf8_lossy(&bad.stderr)
+    );
+}
