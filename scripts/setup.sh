@@ -57,7 +57,7 @@ detect() {
     probe_util_linux || add "unshare/nsenter (util-linux: tests/emulated_cluster.rs)" util-linux
     probe_binutils || add "nm (binutils: tests/c_api.rs, tests/preload.rs symbol checks)" binutils
     probe_rsvg || add "rsvg-convert (librsvg2-bin: tests/profile.rs renders the report's charts)" librsvg2-bin
-    probe_python3 || add "python3 (scripts/module-cycles.py: test.sh fails on import cycles)" python3
+    probe_python3 || add "python3 (scripts/module-cycles.py: test.sh fails on import cycles; tests/profile.rs tallies predict_bench with scripts/predict_stats_report.py)" python3
   fi
   if [ "$want_mpich" = 1 ] && ! probe_mpich; then
     probe_pip || add "python3 -m pip (installs PyPI's MPICH: TREECAST_MPI=mpich, the MPICH tests)" python3-pip
