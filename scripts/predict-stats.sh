@@ -8,8 +8,8 @@
 # size's measured median against its prediction) K times (default 6), one job at a time, and
 # tallies the jobs with scripts/predict_stats_report.py: per size the jobs within 25% both ways
 # (all ranks entering together, each call from its ranks' entries) and their errors, the jobs
-# whose own calls moved more than 25% within the job, the range of the measured medians over the
-# jobs and how well the predictions follow it, and the jobs that met the goal.
+# whose own calls moved by more than a factor of 1.25 within the job, the range of the measured
+# medians over the jobs and how well the predictions follow it, and the jobs that met the goal.
 #
 # Where: one host with N ranks (default 4) under Open MPI, or under MPICH with --mpich (PyPI's
 # wheel, as scripts/env.sh sets it up; built into target/mpich); --emulated SHAPE brings up the

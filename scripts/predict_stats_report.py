@@ -7,8 +7,8 @@ Each FILE is one job's standard output of `target/release/examples/predict_bench
 the line of sizes whose calls moved, the verdict line). Per message size it prints:
 - together / entries: jobs within 25% and the range of errors, for the prediction with all ranks
   entering together and for each call predicted from its ranks' entries;
-- moved: jobs whose latest calls' median lay more than 25% from all the size's calls' (the
-  job's own variation: no one prediction matches both medians);
+- moved: jobs whose latest calls' median lay more than a factor of 1.25 from all the size's
+  calls' (the job's own variation, as much as a prediction may be off);
 - measured: the range of the entries column's measured median over the jobs (us), and
   `r`, the correlation over jobs between that measured median and its prediction: near 1 the
   predictions follow what differs from job to job, near 0 they do not;

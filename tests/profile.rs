@@ -521,7 +521,10 @@ fn predict_bench_output_is_what_the_tally_reads() {
         String::from_utf8_lossy(&out.stderr)
     );
     assert!(text.contains("median prediction within 25%"), "{text}");
-    assert!(text.contains("moved more than 25% from all their calls: "), "{text}");
+    assert!(
+        text.contains("moved by more than a factor of 1.25 from all their calls: "),
+        "{text}"
+    );
     let dir = std::env::temp_dir().join(format!("treecast-predict-tally-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let job = dir.join("job-1.txt");

@@ -207,26 +207,31 @@ fn host_change_notes(rows: &[ErrRow<'_>], c: &CommReport) -> String {
 }
 
 /// One note per class whose latest calls every rank timed (the ones predicted from their
-/// entries) moved more than 25% from all its timed calls ([`GivenEntries::moved`]): a miss
-/// there is the job's variation as much as the model's.
+/// entries) moved by more than a factor of 1.25 from all its timed calls
+/// ([`GivenEntries::moved`]): a miss there is the job's variation as much as the model's.
 ///
 /// [`GivenEntries::moved`]: super::report::GivenEntries::moved
 fn moved_notes(rows: &[ErrRow<'_>]) -> String {
+    use super::report::{drift_factor, APART_FACTOR};
     let mut out = String::new();
     for (label, t, _, g, _) in rows {
         let Some((g, drift)) = g.and_then(|g| Some((g, g.moved(t.median_s)?))) else {
             continue;
         };
+        let factor = drift_factor(drift);
         let _ = writeln!(
             out,
             "  note: {label}: its latest {} calls took {} us (median rank), all its timed calls {} us: \
-             the calls' own time moved {:.0}% within the job, more than the {:.0}% a prediction is \
-             held to, so no one prediction matches both",
+             the calls' own time moved by a factor of {factor:.2} within the job, as much as a \
+             prediction held to 25% may be off{}",
             g.calls,
             us(g.measured_median_s),
             us(t.median_s),
-            drift.abs() * 100.0,
-            crate::estimate::curve_fit::PASS_SPREAD * 100.0
+            if factor > APART_FACTOR {
+                ", so no one prediction is within 25% of both"
+            } else {
+                ""
+            }
         );
     }
     out
@@ -1423,8 +1428,9 @@ mod tests {
         }
     }
 
-    /// Where the latest calls' median moved more than 25% from all the timed calls', the
-    /// report says the job's own calls varied that much; within 25%, nothing.
+    /// Where the latest calls' median moved by more than a factor of 1.25 from all the timed
+    /// calls', the report says the job's own calls varied that much, and that no prediction
+    /// can be within 25% of both only beyond 5/3; within 1.25, nothing.
     #[test]
     fn calls_that_moved_within_the_job_are_noted() {
         use super::super::report::GivenEntries;
@@ -1444,9 +1450,19 @@ mod tests {
         let t = text(&r);
         assert!(t.contains(note), "{t}");
         assert!(t.contains("its latest 64 calls took"), "{t}");
-        assert!(t.contains("moved 44% within the job"), "{t}");
+        assert!(t.contains("moved by a factor of 1.79 within the job"), "{t}");
+        assert!(t.contains("so no one prediction is within 25% of both"), "{t}");
         set(&mut r, 1.4 * all);
-        assert!(text(&r).contains("moved 40% within the job"), "{}", text(&r));
+        let t = text(&r);
+        assert!(t.contains("moved by a factor of 1.40 within the job"), "{t}");
+        // 1.4 apart: a prediction 1.17 times the lower median is within 25% of both.
+        assert!(!t.contains("no one prediction"), "{t}");
+        set(&mut r, 0.76 * all);
+        assert!(
+            text(&r).contains("moved by a factor of 1.32 within the job"),
+            "{}",
+            text(&r)
+        );
         for latest in [0.82 * all, all, 1.2 * all] {
             set(&mut r, latest);
             assert!(!text(&r).contains(note), "{latest}");

@@ -300,19 +300,36 @@ pub const MOVED_MIN_CALLS: u64 = 16;
 
 impl GivenEntries {
     /// How far these calls' measured median lies from `all_median_s`, the median of all the
-    /// class's timed calls (`measured / all - 1`), where it lies more than 25% away either way
-    /// (a factor of 1.25) and they are at least [`MOVED_MIN_CALLS`]; `None` otherwise. There
-    /// the class's own calls moved within the job by more than a prediction is held to, so no
-    /// one prediction matches both medians (`treecast report` notes it, `predict_bench` lists
-    /// it). On the 3x3 emulated cluster (9 ranks on 2 cores) the latest 64 of 200 16 KiB calls
-    /// read 44% below all 200 in one job of 30 (239 against 427 us).
+    /// class's timed calls (`measured / all - 1`), where it lies more than a factor of 1.25
+    /// away either way and they are at least [`MOVED_MIN_CALLS`]; `None` otherwise. There the
+    /// class's own calls moved within the job by as much as a prediction may be off
+    /// (`treecast report` notes it, `predict_bench` lists it); beyond [`APART_FACTOR`] no one
+    /// prediction is within 25% of both medians. On the 3x3 emulated cluster (9 ranks on 2
+    /// cores) the latest 64 of 200 16 KiB calls read 44% below all 200 in one job of 30 (239
+    /// against 427 us).
     pub fn moved(&self, all_median_s: f64) -> Option<f64> {
-        let spread = crate::estimate::curve_fit::PASS_SPREAD;
         if self.calls < MOVED_MIN_CALLS || !(all_median_s > 0.0 && self.measured_median_s > 0.0) {
             return None;
         }
         let ratio = self.measured_median_s / all_median_s;
-        (!(1.0 / (1.0 + spread)..=1.0 + spread).contains(&ratio)).then_some(ratio - 1.0)
+        (!(1.0 / (1.0 + GOAL)..=1.0 + GOAL).contains(&ratio)).then_some(ratio - 1.0)
+    }
+}
+
+/// Two medians further apart than this factor have no prediction within 25% of both: one
+/// within 25% of each lies between 0.75 and 1.25 times it, and 1.25 / 0.75 = 5/3.
+pub const APART_FACTOR: f64 = (1.0 + GOAL) / (1.0 - GOAL);
+
+/// What a prediction is held to (issue 23): its median within 25% of the measured median.
+pub const GOAL: f64 = 0.25;
+
+/// The factor between two medians, at least 1 (`drift`: one over the other, minus 1).
+pub fn drift_factor(drift: f64) -> f64 {
+    let r = 1.0 + drift;
+    if r >= 1.0 {
+        r
+    } else {
+        1.0 / r
     }
 }
 
