@@ -57,6 +57,7 @@ int main(int argc, char **argv) {
         int k = calls;
         long cap = (64L << 20) / bytes;
         if (k > cap) k = cap < 4 ? 4 : (int)cap;
+        if (k > calls) k = calls; /* the buffers hold CALLS */
         for (int w = 0; w < windows; w++) {
             for (int c = 0; c < k; c++) {
                 MPI_Barrier(MPI_COMM_WORLD);

@@ -26,7 +26,7 @@
 //! and one line: `met` or `NOT met` (every size within 25%) for each of the two.
 
 use mpi::traits::*;
-use treecast::profile::report::{ProfileReport, GOAL};
+use treecast::profile::report::{drift_factor, ProfileReport, GOAL};
 use treecast::TopoBcast;
 
 fn main() {
@@ -133,7 +133,7 @@ fn main() {
                 let ok = g.error.is_some_and(|e| e.abs() <= GOAL);
                 all_given &= ok;
                 if let Some(drift) = g.moved(measured) {
-                    let factor = treecast::profile::report::drift_factor(drift);
+                    let factor = drift_factor(drift);
                     moved.push(format!("{bytes} B {:+.0}% (x{factor:.2})", drift * 100.0));
                 }
                 format!(

@@ -513,13 +513,7 @@ fn predict_bench_output_is_what_the_tally_reads() {
         &[("TREECAST_TIMEOUT", "120")],
         600,
     );
-    let text = String::from_utf8_lossy(&out.stdout).into_owned();
-    assert!(
-        out.status.success(),
-        "predict_bench: {:?}\n{text}{}",
-        out.status,
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let text = succeeded(&out, "predict_bench");
     assert!(text.contains("median prediction within 25%"), "{text}");
     assert!(
         text.contains("moved by more than a factor of 1.25 from all their calls: "),
@@ -573,13 +567,7 @@ fn bcast_windows_prints_each_size_and_window() {
         .expect("mpicc runs");
     assert!(status.success(), "mpicc failed on mpi-examples/bcast_windows.c");
     let out = mpirun(2, &exe, &["3", "5"], &[], 300);
-    let text = String::from_utf8_lossy(&out.stdout).into_owned();
-    assert!(
-        out.status.success(),
-        "bcast_windows: {:?}\n{text}{}",
-        out.status,
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let text = succeeded(&out, "bcast_windows");
     for k in 0..8 {
         let size = 1024u64 << (2 * k);
         let row = text
@@ -615,4 +603,17 @@ fn bcast_windows_prints_each_size_and_window() {
         "{}",
         String::from_utf8_lossy(&bad.stderr)
     );
+}
+
+/// The standard output of a job that must have succeeded (`what` names it in the failure,
+/// with both outputs).
+fn succeeded(out: &std::process::Output, what: &str) -> String {
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "{what}: {:?}\n{text}{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    text
 }

@@ -465,7 +465,9 @@ impl Planner {
     }
 
     /// [`Self::calibrated_times`] on each of `topologies` ([`Self::train_topologies`]), taken
-    /// `w` of the way from the first to the second when there are two.
+    /// `w` of the way from the first to the second when there are two; and then also the two
+    /// ends' median rank times (full, drained), which [`Self::paced`] reports without
+    /// simulating them again.
     fn times_over(
         &self,
         c: &Calibrated,
@@ -474,14 +476,18 @@ impl Planner {
         bytes: u64,
         enter: Option<&[f64]>,
         library_route: bool,
-    ) -> Option<crate::estimate::calibrate::CalibratedTimes> {
+    ) -> Option<(crate::estimate::calibrate::CalibratedTimes, Option<(f64, f64)>)> {
         let mut times = topologies
             .iter()
             .map(|t| self.calibrated_times(c, t, p, bytes, enter, library_route));
         let first = times.next()??;
         match times.next() {
-            None => Some(first),
-            Some(second) => crate::estimate::calibrate::CalibratedTimes::between(&first, &second?, *w),
+            None => Some((first, None)),
+            Some(second) => {
+                let second = second?;
+                let ends = (first.rank_median_s, second.rank_median_s);
+                crate::estimate::calibrate::CalibratedTimes::between(&first, &second, *w).map(|t| (t, Some(ends)))
+            }
         }
     }
 
@@ -514,7 +520,7 @@ impl Planner {
                     return None;
                 }
                 let shifted: Vec<f64> = enter.iter().map(|t| t - origin).collect();
-                let d = self.times_over(c, &topologies, &p, bytes, Some(&shifted), library_route)?;
+                let (d, _) = self.times_over(c, &topologies, &p, bytes, Some(&shifted), library_route)?;
                 Some(d.rank_done_s.iter().map(|t| t + origin).collect())
             })
             .collect()
@@ -568,10 +574,14 @@ impl Planner {
             (None, Some(c)) => &c.topology,
             (None, None) => self.topology.as_deref()?,
         };
-        let calibrated = self.calibrated.as_ref().and_then(|c| {
-            let topologies = Self::train_topologies(c, &p, bytes, train)?;
-            self.times_over(c, &topologies, &p, bytes, None, library_route)
-        });
+        let (calibrated, ends) = self
+            .calibrated
+            .as_ref()
+            .and_then(|c| {
+                let topologies = Self::train_topologies(c, &p, bytes, train)?;
+                self.times_over(c, &topologies, &p, bytes, None, library_route)
+            })
+            .map_or((None, None), |(t, ends)| (Some(t), ends));
         let mut out = if self.nranks > 512 {
             let d = crate::estimate::evaluate_deterministic(t, &p, bytes).ok()?;
             crate::profile::report::Predicted {
@@ -593,19 +603,22 @@ impl Planner {
             out.completion_s = Some(c.completion_s);
             out.rank_median_s = Some(c.rank_median_s);
         }
-        out.paced = self.paced(&p, bytes, library_route, train);
+        out.paced = self.paced(&p, bytes, library_route, train, ends);
         Some(out)
     }
 
     /// Where calls of `p` with `bytes` in `train` pace a bucketed link
     /// (`estimate::bucket::paced`): those links and the prediction with their buckets full
-    /// and drained to the gap's refill. `None` elsewhere or uncalibrated.
+    /// and drained to the gap's refill (`ends`: those two median rank times where the
+    /// prediction already simulated them, [`Self::times_over`]). `None` elsewhere or
+    /// uncalibrated.
     fn paced(
         &self,
         p: &Plan,
         bytes: u64,
         library_route: bool,
         train: Option<crate::estimate::bucket::CallTrain>,
+        ends: Option<(f64, f64)>,
     ) -> Option<crate::profile::report::PacedReport> {
         use crate::estimate::bucket::{drained, paced_buckets};
         let c = self.calibrated.as_ref()?;
@@ -619,6 +632,10 @@ impl Planner {
             self.calibrated_times(c, &topo, p, bytes, None, library_route)
                 .map(|d| d.rank_median_s)
         };
+        let (full_s, drained_s) = match ends {
+            Some(e) => e,
+            None => (median(None)?, median(Some(drained(t)))?),
+        };
         Some(crate::profile::report::PacedReport {
             // By bucket index: `link_buckets` drops buckets on unknown links, so its list's
             // indices need not be these.
@@ -626,8 +643,8 @@ impl Planner {
                 .iter()
                 .filter_map(|&i| bucket_link_name(&c.topology, c.buckets.get(i)?))
                 .collect(),
-            full_s: median(None)?,
-            drained_s: median(Some(drained(t)))?,
+            full_s,
+            drained_s,
         })
     }
 
