@@ -500,6 +500,23 @@ fn burst_probe_finds_the_uplink_buckets(cluster: &Cluster) {
                 .expect("treecast report runs");
             let text = String::from_utf8_lossy(&text.stdout);
             assert_eq!(text.matches("passes a burst").count(), 6, "{text}");
+            // Across hosts the token ring measured the overhead plans and predictions charge,
+            // and each route names what it ran.
+            let c = &report.communicators[0];
+            let m = c.message_overhead.as_ref().expect("overheads recorded");
+            assert_eq!(
+                (m.planning_source.as_str(), m.prediction_s),
+                ("token ring", Some(m.planning_s)),
+                "{m:?}"
+            );
+            assert!(m.planning_s >= treecast::plan::pipeline::MESSAGE_OVERHEAD_S, "{m:?}");
+            assert!(text.contains("measured by the token ring at set-up"), "{text}");
+            assert!(c.routes.iter().all(|r| !r.algorithm.is_empty()), "{:?}", c.routes);
+            // The emulated hosts share this machine's kernel: their clocks are aligned through
+            // it, not by ping-pongs that wait for one of 2 cores among 9 ranks.
+            for k in c.clocks.iter().filter(|k| k.rank != 0) {
+                assert_eq!(k.offset_method, "same kernel", "{k:?}");
+            }
             eprintln!("burst probe, job {}: {buckets:?}", attempt + 1);
             burst_readings_are_kept_for_later_communicators(cluster);
             return;

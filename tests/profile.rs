@@ -137,6 +137,12 @@ fn profile_counts_calls_and_bytes_exactly() {
         let drift = k.drift_ppm.expect("drift");
         assert!(drift.is_finite() && drift.abs() <= 1000.0, "{k:?}");
         assert!(k.offset_error_s >= 0.0 && k.offset_error_s.is_finite(), "{k:?}");
+        // One host: every rank reads rank 0's kernel clock, so its offset comes from that
+        // (to a bracket of reads, well under a microsecond unless all eight attempts were
+        // preempted), not from a ping-pong that may wait for a core.
+        let method = if k.rank == 0 { "reference" } else { "same kernel" };
+        assert_eq!(k.offset_method, method, "{k:?}");
+        assert!(k.offset_error_s < 50e-6, "{k:?}");
     }
     let a = world
         .sites
@@ -265,11 +271,26 @@ fn profile_counts_calls_and_bytes_exactly() {
     for r in &world.routes {
         assert_eq!(r.route, "library", "{r:?}");
         assert!(r.reason.contains("no network topology"), "{r:?}");
+        // What ran: the library's algorithm as predictions model it (Open MPI's table).
+        let modelled = treecast::plan::library_plan_for_class(np, r.root, r.class)
+            .info
+            .algorithm;
+        assert_eq!(r.algorithm, modelled, "{r:?}");
         assert!(
             (r.min_bytes..=r.max_bytes).contains(&(1u64 << r.class.saturating_sub(1))),
             "{r:?}"
         );
     }
+
+    // One host: plans charge the planner's default per message (no ring between hosts);
+    // predictions, the host-mates' send burst measured at set-up.
+    let m = world.message_overhead.as_ref().expect("overheads recorded");
+    assert_eq!(
+        (m.planning_s, m.planning_source.as_str(), m.prediction_source.as_str()),
+        (treecast::plan::pipeline::MESSAGE_OVERHEAD_S, "default", "send burst"),
+        "{m:?}"
+    );
+    assert!(m.prediction_s.is_some_and(|p| p > 0.0 && p < 1e-3), "{m:?}");
 
     // Two split communicators (freed before finalize), each 2 ranks, 5 calls of 100 bytes.
     let splits: Vec<_> = report.communicators.iter().filter(|c| c.size == 2).collect();

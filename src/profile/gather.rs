@@ -46,7 +46,9 @@ fn world_rank() -> i32 {
 
 /// Cristian's algorithm against rank 0: a few ping-pongs, keep the offset of the fastest, with
 /// its error bound (half that round trip) and the local time it holds at (0 offset and error
-/// on rank 0). Collective over `comm` (blocking point-to-point on our duplicate with a reserved
+/// on rank 0); and every rank's [`KernelStamp`](super::offset::KernelStamp), with which rank 0
+/// aligns the ranks of its own kernel exactly when the profile is gathered
+/// ([`align_same_kernel`]). Collective over `comm` (blocking point-to-point on our duplicate with a reserved
 /// tag): at a communicator's set-up when it is profiled, and again when it is gathered.
 pub fn measure_offset(comm: MPI_Comm, rank: u32, size: u32, tag: c_int) -> crate::error::Result<Offset> {
     // Enough rounds that one of them is rarely disturbed on a loaded node.
@@ -63,6 +65,7 @@ pub fn measure_offset(comm: MPI_Comm, rank: u32, size: u32, tag: c_int) -> crate
             at_s: raw::wtime(),
             offset_s: 0.0,
             error_s: 0.0,
+            kernel: Some(super::offset::kernel_stamp(raw::wtime)),
         })
     } else {
         let mut best = (f64::INFINITY, Offset::default());
@@ -80,11 +83,15 @@ pub fn measure_offset(comm: MPI_Comm, rank: u32, size: u32, tag: c_int) -> crate
                         at_s: mid,
                         offset_s: t0[0] - mid,
                         error_s: 0.5 * (t2 - t1),
+                        kernel: None,
                     },
                 );
             }
         }
-        Ok(best.1)
+        Ok(Offset {
+            kernel: Some(super::offset::kernel_stamp(raw::wtime)),
+            ..best.1
+        })
     }
 }
 
@@ -226,6 +233,7 @@ fn try_gather_comm(st: &mut dyn ProfiledComm) -> crate::error::Result<()> {
             offset_error_s: map.error_s(),
             offset_at_setup_s: setup_offset.map(|o| o.offset_s),
             drift_ppm: setup_offset.map(|_| map.drift() * 1e6),
+            offset_method: if rank == 0 { "reference" } else { "ping-pong" }.into(),
         },
         rank,
         world_rank: world_rank(),
@@ -250,9 +258,44 @@ fn try_gather_comm(st: &mut dyn ProfiledComm) -> crate::error::Result<()> {
                 .ok()
         })
         .collect();
+    let mut ranks = ranks;
+    align_same_kernel(&mut ranks);
     let report = merge(st, &ranks);
     FINISHED.lock().unwrap_or_else(|p| p.into_inner()).push(report);
     Ok(())
+}
+
+/// On rank 0: the ranks that run on rank 0's kernel get the offsets their kernel stamps give
+/// (`offset::same_kernel`, each of the two measurements on its own) in place of their
+/// ping-pongs', and their clocks' reported offset, bound and drift follow. Ranks of other
+/// kernels, or of an unknown one (boot id 0), keep their ping-pongs.
+fn align_same_kernel(ranks: &mut [RankWire]) {
+    let Some(r0) = ranks.iter().find(|r| r.rank == 0) else {
+        return;
+    };
+    let (kernel, setup0, end0) = (r0.boot_id, r0.setup_offset, r0.end_offset);
+    if kernel == 0 {
+        return;
+    }
+    for r in ranks.iter_mut().filter(|r| r.rank != 0 && r.boot_id == kernel) {
+        let end = super::offset::same_kernel(r.end_offset, end0.kernel);
+        let setup = r
+            .setup_offset
+            .map(|o| super::offset::same_kernel(o, setup0.and_then(|s| s.kernel)));
+        if end.is_none() && !matches!(setup, Some(Some(_))) {
+            continue;
+        }
+        r.end_offset = end.unwrap_or(r.end_offset);
+        if let (Some(old), Some(new)) = (r.setup_offset.as_mut(), setup) {
+            *old = new.unwrap_or(*old);
+        }
+        let map = r.clock_map();
+        r.clock.offset_s = r.end_offset.offset_s;
+        r.clock.offset_error_s = map.error_s();
+        r.clock.offset_at_setup_s = r.setup_offset.map(|o| o.offset_s);
+        r.clock.drift_ppm = r.setup_offset.map(|_| map.drift() * 1e6);
+        r.clock.offset_method = "same kernel".into();
+    }
 }
 
 /// Merge per-rank records of one communicator into its report.
@@ -420,6 +463,7 @@ fn merge(st: &dyn ProfiledComm, ranks: &[RankWire]) -> CommReport {
         shared_cpus,
         link_buckets: st.link_buckets(),
         library_timing: st.library_timing(),
+        message_overhead: st.message_overhead(),
     }
 }
 

@@ -293,6 +293,8 @@ pub trait ProfiledComm {
     fn library_timing(&self) -> Vec<report::LibraryTimingReport>;
     /// The route chosen for every (root, size class) used so far, in order.
     fn routes(&self) -> Vec<report::RouteReport>;
+    /// The per-message overheads plans and predictions charge (`None` without a topology).
+    fn message_overhead(&self) -> Option<report::MessageOverheadReport>;
 }
 
 #[cfg(test)]

@@ -439,15 +439,41 @@ fn routes_text(o: &mut String, c: &CommReport) {
             (Some(l), Some(p)) => format!("; library {l:.2} us, plan {p:.2} us"),
             _ => String::new(),
         };
+        let algorithm = if r.algorithm.is_empty() {
+            String::new()
+        } else {
+            format!(" {}", r.algorithm)
+        };
         let _ = writeln!(
             o,
-            "  root {}, {}: {} ({}{times})",
+            "  root {}, {}: {}{algorithm} ({}{times})",
             r.root,
             class_label(r.min_bytes, r.max_bytes),
             r.route,
             r.reason
         );
     }
+    if let Some(m) = &c.message_overhead {
+        let _ = writeln!(o, "{}", overhead_line(m));
+    }
+}
+
+/// What the plans above charged each message and where that came from, and what predictions
+/// charged: a job whose ring read another overhead may run other plans for the same sizes.
+fn overhead_line(m: &super::report::MessageOverheadReport) -> String {
+    let plans = match m.planning_source.as_str() {
+        "token ring" => "measured by the token ring at set-up",
+        _ => "the planner's default: one host has no ring",
+    };
+    let predictions = match m.prediction_s {
+        Some(p) if m.prediction_source == "token ring" => format!("predictions charge the same {:.1} us", p * 1e6),
+        Some(p) => format!("predictions charge {:.1} us (the host-mates' send burst)", p * 1e6),
+        None => "predictions are not calibrated".to_string(),
+    };
+    format!(
+        "  per-message overhead: plans charge {:.1} us ({plans}; it picks their segment counts); {predictions}",
+        m.planning_s * 1e6
+    )
 }
 
 /// "0 B" or "LO .. HI B" for a size class.
@@ -617,6 +643,17 @@ pub fn text(report: &ProfileReport) -> String {
                     format!("rank {} {:.0}%", a.last_rank, 100.0 * a.last_rank_share)
                 );
                 let _ = writeln!(o, "    {}", a.verdict);
+                let worst = worst_clock(c).map_or(0.0, |k| k.offset_error_s);
+                if worst > 0.5 * a.skew_median_s {
+                    let _ = writeln!(
+                        o,
+                        "    (!) the skew is within twice the clocks' error ({} us): which rank enters last is not known",
+                        us(worst)
+                    );
+                }
+            }
+            if let Some(note) = clocks_note(c) {
+                let _ = writeln!(o, "{note}");
             }
         }
         for s in &c.sites {
@@ -657,6 +694,36 @@ pub fn text(report: &ProfileReport) -> String {
         }
     }
     o
+}
+
+/// The rank whose times are least well placed on rank 0's time base.
+fn worst_clock(c: &CommReport) -> Option<&super::report::RankClock> {
+    c.clocks
+        .iter()
+        .max_by(|a, b| a.offset_error_s.total_cmp(&b.offset_error_s))
+}
+
+/// How well entries from different ranks can be compared: the largest offset error and how it
+/// was measured, and how many ranks were aligned through rank 0's kernel instead of a
+/// ping-pong. `None` without clocks (older profiles, or one rank).
+fn clocks_note(c: &CommReport) -> Option<String> {
+    let worst = worst_clock(c).filter(|_| c.clocks.len() > 1)?;
+    let kernel = c.clocks.iter().filter(|k| k.offset_method == "same kernel").count();
+    let how = if worst.offset_method.is_empty() {
+        String::new()
+    } else {
+        format!(", by {}", worst.offset_method)
+    };
+    let shared = if kernel > 0 {
+        format!("; {kernel} rank(s) share rank 0's kernel and are aligned through its clock")
+    } else {
+        String::new()
+    };
+    Some(format!(
+        "  clocks: entries are on rank 0's time base to within {} us (rank {}{how}){shared}",
+        us(worst.offset_error_s),
+        worst.rank
+    ))
 }
 
 /// A rank other than the root that completed before the root entered cannot have: its time is
@@ -1034,7 +1101,14 @@ mod tests {
                     reason: "measured".into(),
                     library_us: Some(12.5),
                     plan_us: Some(7.25),
+                    algorithm: "hier-pipeline:segs=2".into(),
                 }],
+                message_overhead: Some(MessageOverheadReport {
+                    planning_s: 47.2e-6,
+                    planning_source: "token ring".into(),
+                    prediction_s: Some(47.2e-6),
+                    prediction_source: "token ring".into(),
+                }),
                 sites: vec![SiteReport {
                     site: "src/main.rs:10".into(),
                     calls: 5,
@@ -1228,6 +1302,46 @@ mod tests {
         r.communicators[0].clocks[0].offset_error_s = 1e-5;
         let t = text(&r);
         assert!(t.contains("(before the root's entry, within the clock error of"), "{t}");
+    }
+
+    /// The arrival table says how well entries compare across ranks, and warns when the skew
+    /// it splits off is within the clocks' error (then "last to arrive" is the clocks' doing).
+    #[test]
+    fn arrival_skew_is_set_against_the_clocks_error() {
+        let mut r = sample();
+        let clock = |rank: u32, err: f64, method: &str| RankClock {
+            rank,
+            offset_error_s: err,
+            offset_method: method.into(),
+            ..RankClock::default()
+        };
+        r.communicators[0].clocks = vec![clock(0, 0.0, "reference"), clock(1, 2e-6, "ping-pong")];
+        let t = text(&r);
+        assert!(
+            t.contains("clocks: entries are on rank 0's time base to within 2.00 us (rank 1, by ping-pong)"),
+            "{t}"
+        );
+        assert!(
+            !t.contains("share rank 0's kernel") && !t.contains("which rank enters last"),
+            "{t}"
+        );
+        // Aligned through the shared kernel: the note says so.
+        r.communicators[0].clocks[1] = clock(1, 3e-8, "same kernel");
+        let t = text(&r);
+        assert!(
+            t.contains("(rank 1, by same kernel); 1 rank(s) share rank 0's kernel"),
+            "{t}"
+        );
+        // The sample's skew is 3 ms: an error of 2 ms is more than half of it.
+        r.communicators[0].clocks[1] = clock(1, 2e-3, "ping-pong");
+        let t = text(&r);
+        assert!(
+            t.contains("(!) the skew is within twice the clocks' error (2000.00 us)"),
+            "{t}"
+        );
+        // One rank, or a profile without clocks: nothing to say.
+        r.communicators[0].clocks.truncate(1);
+        assert!(!text(&r).contains("clocks: entries"));
     }
 
     #[test]
@@ -1545,9 +1659,41 @@ mod tests {
             "the other communicator keeps its table: {t}"
         );
         assert!(
-            t.contains("root 0, 512 .. 1023 B: plan (measured; library 12.50 us, plan 7.25 us)"),
-            "routes are listed with their trial times: {t}"
+            t.contains("root 0, 512 .. 1023 B: plan hier-pipeline:segs=2 (measured; library 12.50 us, plan 7.25 us)"),
+            "routes are listed with what they ran and their trial times: {t}"
         );
+    }
+
+    /// The overhead plans were made with is stated with its source, and what predictions
+    /// charged: the one set-up reading that can change a size's plan between jobs.
+    #[test]
+    fn the_per_message_overhead_is_stated_with_its_source() {
+        let mut r = sample();
+        let t = text(&r);
+        assert!(
+            t.contains("plans charge 47.2 us (measured by the token ring at set-up")
+                && t.contains("predictions charge the same 47.2 us"),
+            "{t}"
+        );
+        let m = r.communicators[0].message_overhead.as_mut().unwrap();
+        m.planning_s = 1e-6;
+        m.planning_source = "default".into();
+        m.prediction_s = Some(0.35e-6);
+        m.prediction_source = "send burst".into();
+        let t = text(&r);
+        assert!(
+            t.contains("plans charge 1.0 us (the planner's default")
+                && t.contains("predictions charge 0.3 us (the host-mates' send burst)"),
+            "{t}"
+        );
+        r.communicators[0].message_overhead.as_mut().unwrap().prediction_s = None;
+        assert!(text(&r).contains("predictions are not calibrated"));
+        // Profiles written before it was recorded: no line, no empty algorithm.
+        r.communicators[0].message_overhead = None;
+        r.communicators[0].routes[0].algorithm.clear();
+        let t = text(&r);
+        assert!(!t.contains("per-message overhead"), "{t}");
+        assert!(t.contains("root 0, 512 .. 1023 B: plan (measured;"), "{t}");
     }
 
     #[test]

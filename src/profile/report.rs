@@ -50,6 +50,25 @@ pub struct CommReport {
     /// to. Empty elsewhere.
     #[serde(default)]
     pub library_timing: Vec<LibraryTimingReport>,
+    /// The per-message overhead this communicator's plans and predictions were made with
+    /// (`None` without a topology, or in profiles written before it was recorded). Plans, and
+    /// so predictions, follow it: it is the one set-up reading that can change which plan a
+    /// size runs from one job to the next.
+    #[serde(default)]
+    pub message_overhead: Option<MessageOverheadReport>,
+}
+
+/// Per-message overhead (LogP's o): what the planner charged each message, and what the
+/// calibrated predictions charged.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct MessageOverheadReport {
+    pub planning_s: f64,
+    /// `token ring` (measured between hosts at set-up) or `default` (one host: no ring).
+    pub planning_source: String,
+    /// `None`: predictions uncalibrated (`TREECAST_CALIBRATE=0`, or nothing measured).
+    pub prediction_s: Option<f64>,
+    /// `token ring`, or `send burst` (host-mates' back-to-back sends, on one host).
+    pub prediction_source: String,
 }
 
 /// One size of the library's broadcast timed at set-up.
@@ -113,6 +132,12 @@ pub struct RouteReport {
     /// A trial's deciding times (slowest rank's medians), microseconds.
     pub library_us: Option<f64>,
     pub plan_us: Option<f64>,
+    /// What the route runs: the plan's algorithm (`hier-pipeline:segs=4`), or on the library
+    /// route the library's algorithm as predictions model it (`ompi:binomial`). Plans follow
+    /// the per-message overhead measured at set-up, so two jobs may run different plans for
+    /// one size; empty in profiles written before it was recorded.
+    #[serde(default)]
+    pub algorithm: String,
 }
 
 /// One rank's profiling clock: how its ticks became seconds, and the error bounds of the times
@@ -143,6 +168,12 @@ pub struct RankClock {
     /// `profile::offset`).
     #[serde(default)]
     pub drift_ppm: Option<f64>,
+    /// How the offset was found: `reference` (rank 0), `ping-pong` (Cristian's algorithm with
+    /// rank 0), or `same kernel` (both ranks' `MPI_Wtime` against the kernel clock they share,
+    /// to tens of nanoseconds; `profile::offset`). Empty in profiles written before it was
+    /// recorded.
+    #[serde(default)]
+    pub offset_method: String,
 }
 
 /// Summary statistics of durations, seconds.

@@ -266,6 +266,20 @@ impl Planner {
             .collect()
     }
 
+    /// The per-message overheads plans and predictions are made with, for the profile; `None`
+    /// without a topology (plans then ignore the network and charge no measured overhead).
+    pub fn message_overhead_report(&self) -> Option<crate::profile::report::MessageOverheadReport> {
+        self.topology.as_ref()?;
+        let source = |ring: bool| if ring { "token ring" } else { "default" }.to_string();
+        let ring = self.message_overhead_s.is_some();
+        Some(crate::profile::report::MessageOverheadReport {
+            planning_s: self.message_overhead_s(),
+            planning_source: source(ring),
+            prediction_s: self.calibrated.as_ref().map(|c| c.overhead_s),
+            prediction_source: if ring { "token ring" } else { "send burst" }.to_string(),
+        })
+    }
+
     /// The library's broadcast timed at set-up, for the profile.
     pub fn library_timing(&self) -> Vec<crate::profile::report::LibraryTimingReport> {
         let Some(c) = &self.calibrated else {
@@ -349,6 +363,12 @@ impl Planner {
     /// The plan without a network topology: [`plan::library_plan_for_class`].
     fn library_plan(&self, root: u32, class: u8) -> Plan {
         plan::library_plan_for_class(self.nranks, root, class)
+    }
+
+    /// The algorithm the library's `MPI_Bcast` runs for (root, size class) as predictions
+    /// model it (its decision table; for the profile's routes).
+    pub fn library_algorithm_name(&self, root: u32, class: u8) -> String {
+        self.library_plan(root, class).info.algorithm
     }
 
     /// This rank's part of the plan for (root, size class): from the local planner when it

@@ -514,12 +514,20 @@ impl crate::profile::ProfiledComm for CommState {
     fn library_timing(&self) -> Vec<crate::profile::report::LibraryTimingReport> {
         self.planner.library_timing()
     }
+    fn message_overhead(&self) -> Option<crate::profile::report::MessageOverheadReport> {
+        self.planner.message_overhead_report()
+    }
     fn routes(&self) -> Vec<crate::profile::report::RouteReport> {
         CommState::routes(self)
             .into_iter()
             .map(|((root, class), sel)| {
                 let (min_bytes, max_bytes) = crate::profile::report::class_bytes(class);
                 let trial = sel.trial_s();
+                let algorithm = if sel.settled() == Some(super::route::Route::Library) {
+                    self.planner.library_algorithm_name(root, class)
+                } else {
+                    self.planner.local_plan(self.rank, root, class).algorithm
+                };
                 crate::profile::report::RouteReport {
                     root,
                     class,
@@ -529,6 +537,7 @@ impl crate::profile::ProfiledComm for CommState {
                     reason: sel.reason().to_string(),
                     library_us: trial.map(|t| t[0] * 1e6),
                     plan_us: trial.map(|t| t[1] * 1e6),
+                    algorithm,
                 }
             })
             .collect()
