@@ -12,6 +12,16 @@ pub struct KernelInfo {
     pub cpus: u32,
 }
 
+/// Seconds on the kernel's monotonic clock: one clock for every process of a kernel, so ranks
+/// of one host (or of emulated hosts sharing it) can compare their readings directly
+/// (`runtime::library_fit`'s entries, `profile::offset`'s same-kernel offsets).
+pub fn monotonic_s() -> f64 {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: a valid timespec to fill; CLOCK_MONOTONIC always exists on Linux.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as f64 + ts.tv_nsec as f64 * 1e-9
+}
+
 /// This process's [`KernelInfo`].
 pub fn kernel_info() -> KernelInfo {
     let boot_id = std::fs::read_to_string("/proc/sys/kernel/random/boot_id")

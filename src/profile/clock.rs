@@ -57,21 +57,22 @@ const TARGET_RATE_ERROR: f64 = 1e-4;
 const MAX_WINDOWS: usize = 16;
 
 fn stamp_with(tsc: bool, reference: fn() -> f64) -> Stamp {
-    let mut best = Stamp {
-        ticks: 0,
-        ref_s: 0.0,
-        width_s: f64::INFINITY,
-    };
+    let (ticks, ref_s, width_s) = narrowest_bracket(reference, || read(tsc));
+    Stamp { ticks, ref_s, width_s }
+}
+
+/// The narrowest of [`STAMP_ATTEMPTS`] brackets (outer, inner, outer): the inner read, the
+/// outer reads' midpoint and their distance apart. A preemption between the reads widens a
+/// bracket, so the one kept is the least disturbed, and its width bounds the pairing's error.
+/// Also how `profile::offset` pairs `MPI_Wtime` with the kernel clock.
+pub(crate) fn narrowest_bracket<T: Default>(outer: impl Fn() -> f64, inner: impl Fn() -> T) -> (T, f64, f64) {
+    let mut best = (T::default(), 0.0, f64::INFINITY);
     for _ in 0..STAMP_ATTEMPTS {
-        let a = reference();
-        let k = read(tsc);
-        let b = reference();
-        if b - a < best.width_s {
-            best = Stamp {
-                ticks: k,
-                ref_s: 0.5 * (a + b),
-                width_s: b - a,
-            };
+        let a = outer();
+        let k = inner();
+        let b = outer();
+        if b - a < best.2 {
+            best = (k, 0.5 * (a + b), b - a);
         }
     }
     best

@@ -44,41 +44,18 @@ pub struct KernelStamp {
     pub width_s: f64,
 }
 
-/// Bracketed attempts per stamp (local, kernel, local); the narrowest is kept, as for the
-/// profiling clock's own calibration stamps (`profile::clock`).
-const STAMP_ATTEMPTS: usize = 8;
-
-/// The kernel's monotonic clock now, seconds.
-fn kernel_now() -> f64 {
-    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
-    // SAFETY: a valid pointer to a timespec; CLOCK_MONOTONIC always exists on Linux.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-    ts.tv_sec as f64 + ts.tv_nsec as f64 * 1e-9
-}
-
 /// A [`KernelStamp`] of the clock `local` (`MPI_Wtime` in the runtime): the narrowest of a few
 /// bracketed pairings, so a preemption between the reads cannot spoil it unnoticed.
 pub fn kernel_stamp(local: fn() -> f64) -> KernelStamp {
-    stamp_with(local, kernel_now)
+    stamp_with(local, crate::host::monotonic_s)
 }
 
 fn stamp_with(local: impl Fn() -> f64, kernel: impl Fn() -> f64) -> KernelStamp {
-    let mut best = KernelStamp {
-        kernel_minus_local_s: 0.0,
-        width_s: f64::INFINITY,
-    };
-    for _ in 0..STAMP_ATTEMPTS {
-        let a = local();
-        let k = kernel();
-        let b = local();
-        if b - a < best.width_s {
-            best = KernelStamp {
-                kernel_minus_local_s: k - 0.5 * (a + b),
-                width_s: b - a,
-            };
-        }
+    let (k, mid, width_s) = super::clock::narrowest_bracket(local, kernel);
+    KernelStamp {
+        kernel_minus_local_s: k - mid,
+        width_s,
     }
-    best
 }
 
 /// `measured` (a ping-pong with rank 0, carrying this rank's kernel stamp) replaced by the

@@ -64,14 +64,6 @@ pub fn applies(hosts: &Hosts) -> bool {
     h.len() >= MIN_RANKS && h.iter().all(|&x| x == h[0])
 }
 
-/// Seconds on the kernel's monotonic clock.
-fn monotonic() -> f64 {
-    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
-    // SAFETY: a valid timespec to fill; CLOCK_MONOTONIC always exists on Linux.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-    ts.tv_sec as f64 + ts.tv_nsec as f64 * 1e-9
-}
-
 /// Numbers per size in what [`measure`] fits and keeps: the kept scale, the release costs
 /// (release, copy, root, whether the root waits), then each pass's median (NaN: none).
 const PER_SIZE: usize = 5 + PASSES;
@@ -153,7 +145,7 @@ unsafe fn time_and_fit(comm: MPI_Comm, rank: u32, nranks: u32, curve: &SendCurve
             let (warmup, timed) = calls(bytes);
             for k in 0..warmup + timed {
                 raw::barrier(comm)?;
-                let t0 = monotonic();
+                let t0 = crate::host::monotonic_s();
                 let c0 = clock.now();
                 raw::bcast_bytes(&mut buf[..bytes as usize], 0, comm)?;
                 let c1 = clock.now();
