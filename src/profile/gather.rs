@@ -285,6 +285,18 @@ fn align_same_kernel(ranks: &mut [RankWire]) {
         if end.is_none() && !matches!(setup, Some(Some(_))) {
             continue;
         }
+        // What the ping-pongs would have said: on one kernel the kernel's offset is the truth
+        // they are judged by.
+        for (pp, k) in [(Some(r.end_offset), end), (r.setup_offset, setup.flatten())] {
+            if let (Some(pp), Some(k)) = (pp, k) {
+                log::debug!(
+                    "profile clocks: rank {}: ping-pong offset {:+.2} us from the kernel's (its bound {:.2} us)",
+                    r.rank,
+                    (pp.offset_s - k.offset_s) * 1e6,
+                    pp.error_s * 1e6
+                );
+            }
+        }
         r.end_offset = end.unwrap_or(r.end_offset);
         if let (Some(old), Some(new)) = (r.setup_offset.as_mut(), setup) {
             *old = new.unwrap_or(*old);
