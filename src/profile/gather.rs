@@ -44,9 +44,9 @@ fn world_rank() -> i32 {
     raw::comm_rank(raw::comm_world()).unwrap_or(-1)
 }
 
-/// Cristian's algorithm against rank 0: a few ping-pongs, keep the offset of the fastest, with
-/// its error bound (half that round trip) and the local time it holds at (0 offset and error
-/// on rank 0); and every rank's [`KernelStamp`](super::offset::KernelStamp), with which rank 0
+/// Cristian's algorithm against rank 0: a few ping-pongs, each of which bounds the offset, and
+/// the offset is where all their bounds meet, with half that interval as its error bound
+/// ([`from_round_trips`](super::offset::from_round_trips); 0 offset and error on rank 0); and every rank's [`KernelStamp`](super::offset::KernelStamp), with which rank 0
 /// aligns the ranks of its own kernel exactly when the profile is gathered
 /// ([`align_same_kernel`]). Collective over `comm` (blocking point-to-point on our duplicate with a reserved
 /// tag): at a communicator's set-up when it is profiled, and again when it is gathered.
@@ -68,29 +68,23 @@ pub fn measure_offset(comm: MPI_Comm, rank: u32, size: u32, tag: c_int) -> crate
             kernel: Some(super::offset::kernel_stamp(raw::wtime)),
         })
     } else {
-        let mut best = (f64::INFINITY, Offset::default());
+        let mut rounds = Vec::with_capacity(ROUNDS);
         for _ in 0..ROUNDS {
             let t1 = raw::wtime();
             raw::send(&[t1], 0, tag, comm)?;
             let mut t0 = [0f64];
             raw::recv(&mut t0, 0, tag, comm)?;
-            let t2 = raw::wtime();
-            if t2 - t1 < best.0 {
-                let mid = 0.5 * (t1 + t2);
-                best = (
-                    t2 - t1,
-                    Offset {
-                        at_s: mid,
-                        offset_s: t0[0] - mid,
-                        error_s: 0.5 * (t2 - t1),
-                        kernel: None,
-                    },
-                );
-            }
+            rounds.push(super::offset::RoundTrip {
+                sent_s: t1,
+                reference_s: t0[0],
+                received_s: raw::wtime(),
+            });
         }
+        let measured = super::offset::from_round_trips(&rounds)
+            .ok_or_else(|| crate::error::Error::new(crate::error::ErrorKind::Other, "no clock round trips"))?;
         Ok(Offset {
             kernel: Some(super::offset::kernel_stamp(raw::wtime)),
-            ..best.1
+            ..measured
         })
     }
 }

@@ -35,6 +35,54 @@ pub struct Offset {
     pub kernel: Option<KernelStamp>,
 }
 
+/// One ping-pong with rank 0: sent at local time `sent_s`, rank 0's clock read `reference_s`
+/// in between, the reply received at local `received_s`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct RoundTrip {
+    pub sent_s: f64,
+    pub reference_s: f64,
+    pub received_s: f64,
+}
+
+/// Cristian's algorithm over several round trips, by intersecting what each proves: rank 0
+/// read its clock while this rank's clock stood between sending and receiving, so each round
+/// trip puts the offset in `[reference - received, reference - sent]`, and the offset (constant
+/// over a few milliseconds to within nanoseconds of drift) lies in every such interval at
+/// once. The intersection is never wider than the fastest round trip's own interval (the
+/// classic estimate), and narrower wherever a slow round's delay fell on the other side; the
+/// offset is its middle and the bound half its width. Should the intervals not meet (a clock
+/// stepped during the measurement), the fastest round trip alone. `None` without rounds.
+pub fn from_round_trips(rounds: &[RoundTrip]) -> Option<Offset> {
+    let first = rounds.first()?;
+    let last = rounds.last()?;
+    let lo = rounds
+        .iter()
+        .map(|r| r.reference_s - r.received_s)
+        .fold(f64::NEG_INFINITY, f64::max);
+    let hi = rounds
+        .iter()
+        .map(|r| r.reference_s - r.sent_s)
+        .fold(f64::INFINITY, f64::min);
+    if lo <= hi {
+        return Some(Offset {
+            at_s: 0.5 * (first.sent_s + last.received_s),
+            offset_s: 0.5 * (lo + hi),
+            error_s: 0.5 * (hi - lo),
+            kernel: None,
+        });
+    }
+    let fastest = rounds
+        .iter()
+        .min_by(|a, b| (a.received_s - a.sent_s).total_cmp(&(b.received_s - b.sent_s)))?;
+    let mid = 0.5 * (fastest.sent_s + fastest.received_s);
+    Some(Offset {
+        at_s: mid,
+        offset_s: fastest.reference_s - mid,
+        error_s: 0.5 * (fastest.received_s - fastest.sent_s),
+        kernel: None,
+    })
+}
+
 /// `CLOCK_MONOTONIC` minus the local clock at one moment, known to within `width_s / 2`: two
 /// ranks of one kernel read the same monotonic clock, so the difference of their stamps is the
 /// offset between their local clocks.
@@ -263,5 +311,44 @@ mod tests {
             ts.tv_sec as f64 + ts.tv_nsec as f64 * 1e-9
         });
         assert!(real.width_s.is_finite() && real.width_s < 0.1, "{real:?}");
+    }
+
+    /// Each round trip bounds the offset on both sides; their intersection is the bound, and
+    /// it beats the fastest round trip when slow rounds were delayed on opposite legs.
+    #[test]
+    fn round_trips_are_intersected() {
+        // True offset 100 us: rank 0's clock = local + 100e-6.
+        let off = 100e-6;
+        let trip = |sent: f64, out: f64, back: f64| RoundTrip {
+            sent_s: sent,
+            reference_s: sent + out + off,
+            received_s: sent + out + back,
+        };
+        // Fastest: 10 us each way (bound 10 us). One round delayed 30 us on the way out, one
+        // 30 us on the way back: together they pin the offset to within 1 us.
+        let rounds = [
+            trip(0.0, 10e-6, 10e-6),
+            trip(1e-3, 1e-6, 30e-6),
+            trip(2e-3, 30e-6, 1e-6),
+        ];
+        let o = from_round_trips(&rounds).unwrap();
+        assert!((o.offset_s - off).abs() <= o.error_s + 1e-12, "{o:?}");
+        assert!(o.error_s < 1.01e-6, "{o:?}");
+        assert!((o.at_s - 0.5 * (0.0 + 2e-3 + 31e-6)).abs() < 1e-12, "{o:?}");
+        // One round trip: its own interval, the classic estimate.
+        let one = from_round_trips(&rounds[..1]).unwrap();
+        assert!(
+            (one.offset_s - off).abs() < 1e-12 && (one.error_s - 10e-6).abs() < 1e-12,
+            "{one:?}"
+        );
+        // Intervals that do not meet (the clock stepped by 1 ms between rounds): the fastest.
+        let mut stepped = rounds;
+        stepped[2].reference_s += 1e-3;
+        let s = from_round_trips(&stepped).unwrap();
+        assert!(
+            (s.offset_s - one.offset_s).abs() < 1e-12 && (s.error_s - one.error_s).abs() < 1e-12,
+            "{s:?}"
+        );
+        assert_eq!(from_round_trips(&[]), None);
     }
 }
