@@ -44,14 +44,15 @@ fn world_rank() -> i32 {
     raw::comm_rank(raw::comm_world()).unwrap_or(-1)
 }
 
-/// Cristian's algorithm against rank 0: a few ping-pongs, each of which bounds the offset, and
-/// the offset is where all their bounds meet, with half that interval as its error bound
-/// ([`from_round_trips`](super::offset::from_round_trips); 0 offset and error on rank 0); and every rank's [`KernelStamp`](super::offset::KernelStamp), with which rank 0
-/// aligns the ranks of its own kernel exactly when the profile is gathered
-/// ([`align_same_kernel`]). Collective over `comm` (blocking point-to-point on our duplicate with a reserved
-/// tag): at a communicator's set-up when it is profiled, and again when it is gathered.
+/// Cristian's algorithm against rank 0: a few ping-pongs, each of which bounds the offset; the
+/// offset is where all their bounds meet, with half that interval as its error bound
+/// ([`from_round_trips`](super::offset::from_round_trips); 0 offset and error on rank 0). With
+/// it, every rank's [`KernelStamp`](super::offset::KernelStamp), by which rank 0 aligns the
+/// ranks of its own kernel exactly when the profile is gathered ([`align_same_kernel`]).
+/// Collective over `comm` (blocking point-to-point on our duplicate with a reserved tag): at a
+/// communicator's set-up when it is profiled, and again when it is gathered.
 pub fn measure_offset(comm: MPI_Comm, rank: u32, size: u32, tag: c_int) -> crate::error::Result<Offset> {
-    // Enough rounds that one of them is rarely disturbed on a loaded node.
+    // Enough rounds that their bounds rarely all stay wide on a loaded node.
     const ROUNDS: usize = 12;
     if rank == 0 {
         for r in 1..size as c_int {
@@ -260,8 +261,8 @@ fn try_gather_comm(st: &mut dyn ProfiledComm) -> crate::error::Result<()> {
 }
 
 /// On rank 0: the ranks that run on rank 0's kernel get the offsets their kernel stamps give
-/// (`offset::same_kernel`, each of the two measurements on its own) in place of their
-/// ping-pongs', and their clocks' reported offset, bound and drift follow. Ranks of other
+/// (`offset::same_kernel`, at set-up and at the gather alike) in place of their ping-pongs',
+/// and their clocks' reported offset, bound and drift follow. Ranks of other
 /// kernels, or of an unknown one (boot id 0), keep their ping-pongs.
 fn align_same_kernel(ranks: &mut [RankWire]) {
     let Some(r0) = ranks.iter().find(|r| r.rank == 0) else {
@@ -272,16 +273,19 @@ fn align_same_kernel(ranks: &mut [RankWire]) {
         return;
     }
     for r in ranks.iter_mut().filter(|r| r.rank != 0 && r.boot_id == kernel) {
+        // Both measurements or neither: a map with one exact end and one ping-pong would be
+        // labelled by the one and bounded by the other.
         let end = super::offset::same_kernel(r.end_offset, end0.kernel);
-        let setup = r
-            .setup_offset
-            .map(|o| super::offset::same_kernel(o, setup0.and_then(|s| s.kernel)));
-        if end.is_none() && !matches!(setup, Some(Some(_))) {
+        let setup = match r.setup_offset {
+            None => Some(None),
+            Some(o) => super::offset::same_kernel(o, setup0.and_then(|s| s.kernel)).map(Some),
+        };
+        let (Some(end), Some(setup)) = (end, setup) else {
             continue;
-        }
+        };
         // What the ping-pongs would have said: on one kernel the kernel's offset is the truth
         // they are judged by.
-        for (pp, k) in [(Some(r.end_offset), end), (r.setup_offset, setup.flatten())] {
+        for (pp, k) in [(Some(r.end_offset), Some(end)), (r.setup_offset, setup)] {
             if let (Some(pp), Some(k)) = (pp, k) {
                 log::debug!(
                     "profile clocks: rank {}: ping-pong offset {:+.2} us from the kernel's (its bound {:.2} us)",
@@ -291,10 +295,8 @@ fn align_same_kernel(ranks: &mut [RankWire]) {
                 );
             }
         }
-        r.end_offset = end.unwrap_or(r.end_offset);
-        if let (Some(old), Some(new)) = (r.setup_offset.as_mut(), setup) {
-            *old = new.unwrap_or(*old);
-        }
+        r.end_offset = end;
+        r.setup_offset = setup;
         let map = r.clock_map();
         r.clock.offset_s = r.end_offset.offset_s;
         r.clock.offset_error_s = map.error_s();

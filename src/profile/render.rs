@@ -709,10 +709,11 @@ fn worst_clock(c: &CommReport) -> Option<&super::report::RankClock> {
 fn clocks_note(c: &CommReport) -> Option<String> {
     let worst = worst_clock(c).filter(|_| c.clocks.len() > 1)?;
     let kernel = c.clocks.iter().filter(|k| k.offset_method == "same kernel").count();
-    let how = if worst.offset_method.is_empty() {
-        String::new()
-    } else {
-        format!(", by {}", worst.offset_method)
+    let how = match worst.offset_method.as_str() {
+        "" => "",
+        "same kernel" => ", through the kernel clock it shares with rank 0",
+        "reference" => ", rank 0 itself",
+        _ => ", by ping-pong",
     };
     let shared = if kernel > 0 {
         format!("; {kernel} rank(s) share rank 0's kernel and are aligned through its clock")
@@ -1329,7 +1330,7 @@ mod tests {
         r.communicators[0].clocks[1] = clock(1, 3e-8, "same kernel");
         let t = text(&r);
         assert!(
-            t.contains("(rank 1, by same kernel); 1 rank(s) share rank 0's kernel"),
+            t.contains("(rank 1, through the kernel clock it shares with rank 0); 1 rank(s) share rank 0's kernel"),
             "{t}"
         );
         // The sample's skew is 3 ms: an error of 2 ms is more than half of it.

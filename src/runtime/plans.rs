@@ -270,13 +270,14 @@ impl Planner {
     /// without a topology (plans then ignore the network and charge no measured overhead).
     pub fn message_overhead_report(&self) -> Option<crate::profile::report::MessageOverheadReport> {
         self.topology.as_ref()?;
-        let source = |ring: bool| if ring { "token ring" } else { "default" }.to_string();
+        // Predictions take the ring's overhead where there is one (`calibrated`), else the
+        // host-mates' send burst's.
         let ring = self.message_overhead_s.is_some();
         Some(crate::profile::report::MessageOverheadReport {
             planning_s: self.message_overhead_s(),
-            planning_source: source(ring),
+            planning_source: if ring { "token ring" } else { "default" }.into(),
             prediction_s: self.calibrated.as_ref().map(|c| c.overhead_s),
-            prediction_source: if ring { "token ring" } else { "send burst" }.to_string(),
+            prediction_source: if ring { "token ring" } else { "send burst" }.into(),
         })
     }
 

@@ -98,6 +98,11 @@ impl<V> PlanCache<V> {
         v
     }
 
+    /// The cached value for `key`, if any, without counting it as a use.
+    fn peek(&self, key: &(u32, u8)) -> Option<&Arc<V>> {
+        self.entries.get(key).map(|e| &e.0)
+    }
+
     fn len(&self) -> usize {
         self.entries.len()
     }
@@ -523,8 +528,11 @@ impl crate::profile::ProfiledComm for CommState {
             .map(|((root, class), sel)| {
                 let (min_bytes, max_bytes) = crate::profile::report::class_bytes(class);
                 let trial = sel.trial_s();
+                // The plan the calls ran, as cached; planned again only if evicted since.
                 let algorithm = if sel.settled() == Some(super::route::Route::Library) {
                     self.planner.library_algorithm_name(root, class)
+                } else if let Some(p) = self.plans.peek(&(root, class)) {
+                    p.algorithm.clone()
                 } else {
                     self.planner.local_plan(self.rank, root, class).algorithm
                 };
@@ -582,5 +590,8 @@ mod tests {
         assert_eq!(made.get(), 4);
         c.get_or_insert_with((0, large), || local(0, large));
         assert_eq!((made.get(), c.len()), (5, 3));
+        // A peek finds what is cached and computes nothing.
+        assert!(c.peek(&(0, large)).is_some() && c.peek(&(9, large)).is_none());
+        assert_eq!(made.get(), 5);
     }
 }
