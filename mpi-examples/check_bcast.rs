@@ -13,6 +13,12 @@
 //!   regions), no hang, and the communicator still works afterwards.
 //! - `check_bcast soak N` — N calls with varying roots and sizes; resident memory must not grow.
 //! - `check_bcast large BYTES` — one broadcast of BYTES (> 2 GiB) of u8, pattern-checked.
+//! - `check_bcast routes library|plan` — `topo_route` on one host under the automatic route
+//!   (`library`: settled on the library for every root before any call) or
+//!   `TREECAST_ROUTE=plan` (`plan`: unseen until a root's first call, then the plan); then
+//!   rounds of broadcasts from each rank in turn with sizes and data changing, compared with
+//!   `MPI_Bcast` (a repeat from a new root may take the fast path); an invalid root is an
+//!   error.
 //!
 //! Prints `CHECK OK ...` lines; exits non-zero on the first failure.
 
@@ -20,7 +26,7 @@ use mpi::datatype::{MutView, UserDatatype};
 use mpi::traits::*;
 use std::process::exit;
 use treecast::plan::{library_plan, size_class};
-use treecast::{ErrorKind, TopoBcast};
+use treecast::{ErrorKind, Route, RouteState, TopoBcast};
 
 #[derive(Equivalence, Clone, Copy, Default)]
 struct Particle {
@@ -622,6 +628,74 @@ fn mode_imbalance(world: &mpi::topology::SimpleCommunicator) {
     }
 }
 
+fn mode_routes(world: &mpi::topology::SimpleCommunicator, expect: &str) {
+    let n = world.size();
+    let me = world.rank();
+    world.topo_init().unwrap_or_else(|e| fail(format!("topo_init: {e}")));
+    let state = |root: i32, bytes: u64| {
+        world
+            .topo_route(root, bytes)
+            .unwrap_or_else(|e| fail(format!("topo_route({root}, {bytes}): {e}")))
+    };
+    let sizes = [8u64, 1024, 4096, 65536];
+    for (round, &bytes) in sizes.iter().chain(sizes.iter()).enumerate() {
+        for root in 0..n {
+            let before = state(root, bytes);
+            let want_before = match (expect, round < sizes.len()) {
+                ("library", _) => RouteState::Settled(Route::Library),
+                (_, true) => RouteState::Unseen,
+                _ => RouteState::Settled(Route::Plan),
+            };
+            if before != want_before {
+                fail(format!(
+                    "root {root}, {bytes} B, round {round}: route {before:?} before the call, want {want_before:?}"
+                ));
+            }
+            let fill = |b: &mut Vec<u8>| {
+                for (i, x) in b.iter_mut().enumerate() {
+                    *x = (i as u64 * 31 + root as u64 * 7 + round as u64) as u8;
+                }
+            };
+            let mut ours = vec![0u8; bytes as usize];
+            let mut theirs = vec![0u8; bytes as usize];
+            if me == root {
+                fill(&mut ours);
+                fill(&mut theirs);
+            }
+            world
+                .topo_bcast(&mut ours, root)
+                .unwrap_or_else(|e| fail(format!("root {root}, {bytes} B: {e}")));
+            reference(world, root, &mut theirs[..]);
+            compare(
+                &format!("routes: root {root}, {bytes} B, round {round}"),
+                &ours,
+                &theirs,
+            );
+            let after = state(root, bytes);
+            let want_after = RouteState::Settled(if expect == "library" {
+                Route::Library
+            } else {
+                Route::Plan
+            });
+            if after != want_after {
+                fail(format!(
+                    "root {root}, {bytes} B: route {after:?} after the call, want {want_after:?}"
+                ));
+            }
+        }
+    }
+    match world.topo_route(n, 8) {
+        Err(e) if e.kind == ErrorKind::Root => {}
+        other => fail(format!(
+            "topo_route with root {n} of {n} ranks: expected a root error, got {other:?}"
+        )),
+    }
+    world.barrier();
+    if me == 0 {
+        println!("CHECK OK routes {expect} on {n} ranks");
+    }
+}
+
 fn main() {
     let universe = mpi::initialize().unwrap_or_else(|| fail("MPI init failed".into()));
     let world = universe.world();
@@ -632,6 +706,7 @@ fn main() {
         Some("soak") => mode_soak(&world, args.get(1).and_then(|s| s.parse().ok()).unwrap_or(10_000)),
         Some("profile") => mode_profile(&world),
         Some("imbalance") => mode_imbalance(&world),
+        Some("routes") => mode_routes(&world, args.get(1).map(String::as_str).unwrap_or("library")),
         Some("large") => mode_large(&world, parse_size(args.get(1).map(String::as_str).unwrap_or("2GiB+5"))),
         _ => fail("usage: check_bcast match CASE... | bad | soak N | large BYTES".into()),
     }

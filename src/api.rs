@@ -15,6 +15,7 @@
 
 use crate::error::Result;
 use crate::profile::CallSite;
+pub use crate::runtime::route::{Route, RouteState};
 use mpi::datatype::{Datatype, DynBufferMut, MutView};
 use mpi::ffi::MPI_Datatype;
 use mpi::raw::AsRaw;
@@ -84,6 +85,12 @@ pub trait TopoBcast {
 
     /// Collective: set up treecast for this communicator now rather than at the first broadcast.
     fn topo_init(&self) -> Result<()>;
+
+    /// Local: the route broadcasts of `bytes` bytes from `root` take on this communicator —
+    /// treecast's plan, the library's `MPI_Bcast`, still on trial (the first calls of a root
+    /// and size class may time both), or unseen. The same on every rank after the same calls.
+    /// A benchmark of the settled route calls until this is [`RouteState::Settled`].
+    fn topo_route(&self, root: Rank, bytes: u64) -> Result<RouteState>;
 }
 
 impl<C: Communicator> TopoBcast for C {
@@ -96,6 +103,12 @@ impl<C: Communicator> TopoBcast for C {
         })?;
         // SAFETY: `TopoBuffer` guarantees the memory; the communicator handle is valid.
         unsafe { crate::runtime::bcast(self.as_raw(), ptr, count, dt, root, site) }
+    }
+
+    fn topo_route(&self, root: Rank, bytes: u64) -> Result<RouteState> {
+        crate::runtime::bcast::check_root(root, self.size())?;
+        // SAFETY: valid communicator handle.
+        unsafe { crate::runtime::state::route_state(self.as_raw(), root as u32, bytes) }
     }
 
     fn topo_init(&self) -> Result<()> {

@@ -26,7 +26,7 @@ pub mod host;
 pub mod profile;
 pub mod runtime;
 
-pub use api::{TopoBcast, TopoBuffer};
+pub use api::{Route, RouteState, TopoBcast, TopoBuffer};
 
 /// The MPI implementation this build was compiled against (from `mpi.h`, see `build.rs`), e.g.
 /// "Open MPI 4.1.4, MPI 3.1".

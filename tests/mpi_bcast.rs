@@ -40,6 +40,26 @@ fn library_route_matches_mpi_bcast() {
     }
 }
 
+/// `topo_route` says which route a root and size take (on one host the library's for every
+/// root before any call; with `TREECAST_ROUTE=plan` unseen until the first call, then the plan),
+/// and broadcasts from each rank in turn (which the fast path serves whatever the root where
+/// every root's route is the library's) give MPI_Bcast's bytes.
+#[test]
+fn route_state_and_rotating_roots() {
+    for np in [2, 4] {
+        let out = mpirun(
+            np,
+            &example("check_bcast"),
+            &["routes", "library"],
+            &[("TREECAST_TIMEOUT", "120")],
+            600,
+        );
+        assert_ok(&out, 1, &format!("routes, automatic, {np} ranks"));
+    }
+    let out = mpirun(4, &example("check_bcast"), &["routes", "plan"], ENV, 600);
+    assert_ok(&out, 1, "routes, TREECAST_ROUTE=plan, 4 ranks");
+}
+
 #[test]
 fn matches_mpi_bcast_1_rank() {
     matrix(

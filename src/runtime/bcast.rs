@@ -170,7 +170,16 @@ unsafe fn routed(
         }
     } else if route == Route::Library && result.is_ok() {
         let profiled = st.profile.enabled.then_some(slot);
-        fast::remember(user_comm, st.comm, buf, count, datatype, root, profiled, layout.bytes);
+        // Unprofiled only: a profiled call locks the state anyway, and its first call from each
+        // root records that root's route for the profile.
+        let any_root = (profiled.is_none() && st.library_for_every_root()).then_some(st.size);
+        let call = fast::Call {
+            buf,
+            count,
+            datatype,
+            root,
+        };
+        fast::remember(user_comm, st.comm, call, profiled, layout.bytes, any_root);
     }
     result
 }
@@ -298,31 +307,42 @@ mod fast {
         Some(result)
     }
 
+    /// A call's arguments, as [`remember`] keeps them.
+    pub struct Call {
+        pub buf: *mut c_void,
+        pub count: u64,
+        pub datatype: MPI_Datatype,
+        pub root: u32,
+    }
+
     /// Remember a call that ran on the settled library route (see the module docs for when);
-    /// `profiled`: the communicator's state when it is profiled; `bytes`: the message size.
+    /// `profiled`: the communicator's state when it is profiled; `bytes`: the message size;
+    /// `any_root`: the communicator's size when every root takes the library's route
+    /// (`CommState::library_for_every_root`), so a repeat from another root in range is served
+    /// too.
     ///
     /// # Safety
-    /// `datatype` must be a valid handle.
-    #[allow(clippy::too_many_arguments)]
+    /// `call.datatype` must be a valid handle.
     pub unsafe fn remember(
         comm: MPI_Comm,
         dup: MPI_Comm,
-        buf: *mut c_void,
-        count: u64,
-        datatype: MPI_Datatype,
-        root: u32,
+        call: Call,
         profiled: Option<&'static state::Slot>,
         bytes: u64,
+        any_root: Option<u32>,
     ) {
-        if buf.is_null() || count > i32::MAX as u64 || !predefined(datatype) {
+        if call.buf.is_null() || call.count > i32::MAX as u64 || !predefined(call.datatype) {
             return;
         }
         last_call::store(
-            comm,
-            dup,
-            datatype,
-            count as c_int,
-            root as c_int,
+            last_call::Remembered {
+                comm,
+                dup,
+                datatype: call.datatype,
+                count: call.count as c_int,
+                root: call.root as c_int,
+                any_root_below: any_root.unwrap_or(0),
+            },
             profiled.map_or(0, |s| s as *const state::Slot as usize),
             bytes,
         );
@@ -374,7 +394,7 @@ pub unsafe fn fast_library_comm(
 }
 
 /// Every rank sees the same invalid root: all return at once, nobody communicates.
-fn check_root(root: i32, size: i32) -> Result<()> {
+pub(crate) fn check_root(root: i32, size: i32) -> Result<()> {
     if root < 0 || root >= size {
         return Err(Error::new(
             ErrorKind::Root,

@@ -47,6 +47,9 @@ struct Entry {
     datatype: AtomicU64,
     /// Count and root in one word ([`key`]).
     key: AtomicU64,
+    /// Nonzero: a call with the same count and any root below this (the communicator's size)
+    /// repeats the entry too, every root's route being the library's.
+    any_root_below: AtomicU64,
     dup: AtomicU64,
     /// The profiled communicator's state (`&'static state::Slot` as an address), 0 when the
     /// communicator is not profiled.
@@ -62,6 +65,7 @@ static LAST: Entry = Entry {
     comm: AtomicU64::new(0),
     datatype: AtomicU64::new(0),
     key: AtomicU64::new(0),
+    any_root_below: AtomicU64::new(0),
     dup: AtomicU64::new(0),
     slot: AtomicUsize::new(0),
     bytes: AtomicU64::new(0),
@@ -72,6 +76,17 @@ static LAST: Entry = Entry {
 #[inline(always)]
 fn key(count: c_int, root: c_int) -> u64 {
     (count as u32 as u64) | ((root as u32 as u64) << 32)
+}
+
+/// Whether a call of `count` from `root` repeats the entry whose key is `k`: the same count
+/// and root, or the same count and a root in range where any root will do. A negative root
+/// (or count) never matches: its bits as `u32` exceed every remembered one.
+#[inline(always)]
+fn same_call(k: u64, count: c_int, root: c_int) -> bool {
+    k == key(count, root) || {
+        let below = LAST.any_root_below.load(Ordering::Relaxed);
+        below != 0 && k as u32 == count as u32 && (root as u32 as u64) < below
+    }
 }
 
 /// A call that repeats the remembered one.
@@ -113,7 +128,7 @@ pub unsafe fn lookup<const SIZE: bool>(
     }
     let hit = LAST.comm.load(Ordering::Relaxed) == bits(comm)
         && LAST.datatype.load(Ordering::Relaxed) == bits(datatype)
-        && LAST.key.load(Ordering::Relaxed) == key(count, root);
+        && same_call(LAST.key.load(Ordering::Relaxed), count, root);
     let dup = LAST.dup.load(Ordering::Relaxed);
     let slot = LAST.slot.load(Ordering::Relaxed);
     let bytes = if SIZE && slot != 0 {
@@ -162,18 +177,30 @@ pub fn forget() {
     unlock(v);
 }
 
-/// Remember a call (see `bcast`'s fast path for which): its communicator, datatype, count,
-/// root, the private duplicate, the profiled state's address (0 when not profiled) and the
-/// message size. Skipped when another thread is writing.
-pub fn store(
-    comm: MPI_Comm,
-    dup: MPI_Comm,
-    datatype: MPI_Datatype,
-    count: c_int,
-    root: c_int,
-    slot: usize,
-    bytes: u64,
-) {
+/// What identifies a remembered call, and where it goes.
+pub struct Remembered {
+    /// The user's communicator.
+    pub comm: MPI_Comm,
+    /// Its private duplicate, on which the library broadcasts.
+    pub dup: MPI_Comm,
+    pub datatype: MPI_Datatype,
+    pub count: c_int,
+    pub root: c_int,
+    /// Nonzero: any root below this repeats the call too (see [`Entry`]).
+    pub any_root_below: u32,
+}
+
+/// Remember a call (see `bcast`'s fast path for which): `call`, the profiled state's address
+/// (0 when not profiled) and the message size. Skipped when another thread is writing.
+pub fn store(call: Remembered, slot: usize, bytes: u64) {
+    let Remembered {
+        comm,
+        dup,
+        datatype,
+        count,
+        root,
+        any_root_below,
+    } = call;
     // A state deleted while this is written must not leave its duplicate here: deletion
     // bumps the epoch, then forgets the entry under the same lock. If the bump comes
     // before the check below, the entry is cleared here; if after, `forget` runs after
@@ -191,6 +218,7 @@ pub fn store(
     LAST.comm.store(bits(comm), Ordering::Relaxed);
     LAST.datatype.store(bits(datatype), Ordering::Relaxed);
     LAST.key.store(key(count, root), Ordering::Relaxed);
+    LAST.any_root_below.store(any_root_below as u64, Ordering::Relaxed);
     LAST.dup.store(bits(dup), Ordering::Relaxed);
     LAST.slot.store(slot, Ordering::Relaxed);
     LAST.bytes.store(bytes, Ordering::Relaxed);
@@ -198,4 +226,67 @@ pub fn store(
         LAST.comm.store(0, Ordering::Relaxed);
     }
     unlock(v);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The one test that touches the process-wide entry (others would race it).
+    #[test]
+    fn a_repeat_matches_by_root_or_by_any_root_in_range() {
+        // SAFETY: handles made of plain bits, never passed to MPI.
+        let (comm, dup, dt, other_dt): (MPI_Comm, MPI_Comm, MPI_Datatype, MPI_Datatype) = unsafe {
+            (
+                from_bits(0x1000),
+                from_bits(0x2000),
+                from_bits(0x3000),
+                from_bits(0x4000),
+            )
+        };
+        let buf = 0x5000 as *mut c_void;
+        let remember = |any_root_below| {
+            store(
+                Remembered {
+                    comm,
+                    dup,
+                    datatype: dt,
+                    count: 64,
+                    root: 1,
+                    any_root_below,
+                },
+                0,
+                64,
+            )
+        };
+        // SAFETY: lookup only loads and compares.
+        let hit = |count, datatype, root| unsafe { lookup::<false>(comm, buf, count, datatype, root).is_some() };
+
+        remember(0);
+        assert!(hit(64, dt, 1));
+        assert!(!hit(64, dt, 2), "another root, root-specific entry");
+
+        remember(4);
+        for root in 0..4 {
+            assert!(hit(64, dt, root), "root {root} in range");
+        }
+        assert!(!hit(64, dt, 4), "root out of range");
+        assert!(!hit(64, dt, -1), "negative root");
+        assert!(!hit(65, dt, 2), "another count");
+        assert!(!hit(64, other_dt, 2), "another datatype");
+        // SAFETY: as above.
+        assert!(
+            unsafe { lookup::<false>(comm, std::ptr::null_mut(), 64, dt, 1) }.is_none(),
+            "NULL buffer"
+        );
+        assert_eq!(
+            // SAFETY: as above.
+            unsafe { lookup::<false>(comm, buf, 64, dt, 3) }.map(|h| bits(h.dup)),
+            Some(0x2000),
+            "the hit names the duplicate"
+        );
+
+        invalidate();
+        assert!(!hit(64, dt, 1), "forgotten");
+    }
 }

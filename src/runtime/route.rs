@@ -54,6 +54,23 @@ impl Route {
     }
 }
 
+/// Where broadcasts of one (root, size) stand on a communicator, as
+/// [`crate::TopoBcast::topo_route`] reports it. The same on every rank after the same calls
+/// (every decision is collective), so a program or a benchmark may branch on it without
+/// communicating.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RouteState {
+    /// No broadcast of this root and size class on the communicator yet: the route is chosen
+    /// at the first.
+    Unseen,
+    /// The two routes are being timed against each other: calls alternate between them, for at
+    /// most `2 * (TRIAL_MAX_CALLS + 1)` calls. A benchmark of the settled route waits this
+    /// out.
+    Trial,
+    /// Every later call takes this route.
+    Settled(Route),
+}
+
 /// `TREECAST_ROUTE`: how routes are chosen.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub enum RoutePolicy {

@@ -144,6 +144,20 @@ impl CommState {
         self.routes.get_mut(&(root, class)).expect("just inserted")
     }
 
+    /// Whether every root's broadcasts of every size within the library's reach take the
+    /// library's `MPI_Bcast` from the first call, so the route does not depend on the root
+    /// (see [`super::route::initial`]): `TREECAST_ROUTE=library`, or the default policy with
+    /// no network topology (one host) and no forced algorithm. The fast path then serves a
+    /// repeated call whatever its root (programs that broadcast from each rank in turn).
+    pub fn library_for_every_root(&self) -> bool {
+        use super::route::RoutePolicy;
+        match self.config.route {
+            RoutePolicy::Library => true,
+            RoutePolicy::Plan => false,
+            RoutePolicy::Auto => !self.planner.has_network() && !self.planner.forced_algorithm(),
+        }
+    }
+
     /// Whether broadcasts of `bytes` from `root` settled on the library's `MPI_Bcast`.
     fn library_route(&self, root: u32, bytes: u64) -> bool {
         let key = (root, crate::plan::size_class(bytes));
@@ -301,6 +315,28 @@ pub fn check_comm(comm: MPI_Comm) -> Result<()> {
         ));
     }
     Ok(())
+}
+
+/// Where broadcasts of `bytes` from `root` stand on `comm` (local, no communication): unseen
+/// before the communicator's first broadcast of that root and size class.
+///
+/// # Safety
+/// As for [`lookup`].
+pub unsafe fn route_state(comm: MPI_Comm, root: u32, bytes: u64) -> Result<super::route::RouteState> {
+    use super::route::RouteState;
+    let Some(slot) = lookup(comm)? else {
+        return Ok(RouteState::Unseen);
+    };
+    let st = slot.lock().unwrap_or_else(|p| p.into_inner());
+    let class = crate::plan::size_class(bytes);
+    if class <= super::route::LIBRARY_MAX_CLASS && st.library_for_every_root() {
+        // Known before any call, and calls from a new root may skip the state (fast path).
+        return Ok(RouteState::Settled(super::route::Route::Library));
+    }
+    Ok(match st.routes.get(&(root, class)) {
+        None => RouteState::Unseen,
+        Some(sel) => sel.settled().map_or(RouteState::Trial, RouteState::Settled),
+    })
 }
 
 /// The state of `comm` if it has one: one attribute query, no collective. Only
