@@ -16,6 +16,14 @@
 //! tables. Every row up to 64 KiB is judged against the goal, topo_bcast / MPI_Bcast <= 1.03,
 //! by its interval: `met` (all of it within), `NOT met` (all of it above) or `within noise`.
 //!
+//! What is timed is the route topo_bcast settled on: its first calls of a root and size may be a
+//! trial that alternates between treecast's plan and the library's `MPI_Bcast` (up to 42
+//! calls, `runtime::route`), so a row's untimed warm-up lasts until `topo_route` reports the
+//! route settled from every root, and the row names that route (`route`). Timing the trial
+//! instead mixed both routes into a 40-iteration row: on the emulated 3x3 cluster, 2 of 10 runs
+//! of the demo's sweep read 1 KiB NOT met (1.17, 1.20; once on the library route itself),
+//! where 200 iterations, most of them after the trial, read 0.87-1.06 and none NOT met.
+//!
 //! Last, the per-call cost of treecast's dispatch: topo_bcast against MPI_Bcast of 8 bytes on
 //! `MPI_COMM_SELF`, where neither moves data, back to back, in nanoseconds.
 //!
@@ -28,7 +36,8 @@ use mpi::collective::SystemOperation;
 use mpi::traits::*;
 use serde::Serialize;
 use treecast::runtime::config::parse_bytes;
-use treecast::TopoBcast;
+use treecast::runtime::route::TRIAL_MAX_CALLS;
+use treecast::{Route, RouteState, TopoBcast};
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -85,6 +94,11 @@ struct Row {
     /// For sizes up to 64 KiB: `met` (the interval's top within [`GOAL`]), `NOT met` (its
     /// bottom above), or `within noise` (the interval straddles the goal).
     verdict: Option<&'static str>,
+    /// The route topo_bcast's timed calls took (`plan`, `library`, `mixed` across roots, or
+    /// `trial` if it had not settled when timing began: [`Roots::route`]).
+    route: &'static str,
+    /// topo_bcast calls of this size before the timed ones: the warm-up and any route trial.
+    untimed_calls: u64,
 }
 
 /// 95% confidence interval of the median of `sorted` (ascending), distribution-free: the order
@@ -192,7 +206,11 @@ pub fn run(args: Args) -> Result<(), CliError> {
     }
     world.topo_init().map_err(|e| CliError::Failed(e.to_string()))?;
     let mut rows = Vec::new();
-    let root_of = |it: u64| if rotate { (it % n as u64) as i32 } else { fixed_root };
+    let roots = Roots {
+        rotate,
+        fixed: fixed_root,
+        n,
+    };
     let dup = world.duplicate();
     let comms = Comms {
         world: &world,
@@ -200,10 +218,10 @@ pub fn run(args: Args) -> Result<(), CliError> {
     };
     for size in sweep_sizes(min, max, args.step) {
         if args.mode != "loop" {
-            rows.push(barrier_row(&comms, size, args.iters, &root_of)?);
+            rows.push(barrier_row(&comms, size, args.iters, &roots)?);
         }
         if args.mode != "barrier" {
-            rows.push(loop_row(&comms, size, &root_of)?);
+            rows.push(loop_row(&comms, size, &roots)?);
         }
     }
     let dispatch_ns = dispatch_overhead_ns(&universe)?;
@@ -221,18 +239,18 @@ pub fn run(args: Args) -> Result<(), CliError> {
                 println!(
                     "{mode}: {}",
                     if mode == "barrier" {
-                        "each call timed from its own barrier, slowest rank, medians over iterations; topo/MPI: median of the paired ratios"
+                        "each call timed from its own barrier, slowest rank, medians over iterations; topo/MPI: median of the paired ratios; untimed first: 3 iterations and any route trial"
                     } else {
-                        "batches of 50 back-to-back calls, slowest rank per call, medians over 41 batches; topo/MPI: median of the paired ratios"
+                        "batches of 50 back-to-back calls, slowest rank per call, medians over 41 batches; topo/MPI: median of the paired ratios; untimed first: a batch of each and any route trial"
                     }
                 );
                 println!(
-                    "{:>12} {:>8} {:>16} {:>16} {:>10} {:>15} {:>9}  goal <= {GOAL}",
-                    "bytes", "iters", "MPI_Bcast us", "topo_bcast us", "topo/MPI", "95% interval", "MPI/MPI"
+                    "{:>12} {:>8} {:>16} {:>16} {:>10} {:>15} {:>9} {:>8}  goal <= {GOAL}",
+                    "bytes", "iters", "MPI_Bcast us", "topo_bcast us", "topo/MPI", "95% interval", "MPI/MPI", "route"
                 );
                 for r in rows.iter().filter(|r| r.mode == mode) {
                     println!(
-                        "{:>12} {:>8} {:>16.3} {:>16.3} {:>10.3} {:>15} {:>9}  {}",
+                        "{:>12} {:>8} {:>16.3} {:>16.3} {:>10.3} {:>15} {:>9} {:>8}  {}",
                         r.bytes,
                         r.iterations,
                         r.mpi_bcast_median_us,
@@ -245,6 +263,7 @@ pub fn run(args: Args) -> Result<(), CliError> {
                         } else {
                             format!("{:.3}", r.control_ratio)
                         },
+                        r.route,
                         r.verdict.unwrap_or("")
                     );
                 }
@@ -293,6 +312,8 @@ fn row(mode: &'static str, bytes: u64, iterations: u64, mpi: &mut [f64], topo: &
         ratio_ci,
         control_ratio,
         verdict: (bytes <= LATENCY_TARGET_MAX).then(|| verdict(ratio_ci)),
+        route: "trial",
+        untimed_calls: 0,
     }
 }
 
@@ -351,16 +372,76 @@ impl Comms<'_> {
     }
 }
 
-/// Each call after its own barrier; the slowest rank per iteration; medians.
-fn barrier_row(comms: &Comms, size: u64, iters_small: u64, root_of: &dyn Fn(u64) -> i32) -> Result<Row, CliError> {
+/// The roots a sweep broadcasts from: one, or every rank in turn (`--root rotate`).
+struct Roots {
+    rotate: bool,
+    fixed: i32,
+    n: i32,
+}
+
+impl Roots {
+    /// The root of iteration (or call) `it`.
+    fn of(&self, it: u64) -> i32 {
+        if self.rotate {
+            (it % self.n as u64) as i32
+        } else {
+            self.fixed
+        }
+    }
+
+    fn all(&self) -> Vec<i32> {
+        if self.rotate {
+            (0..self.n).collect()
+        } else {
+            vec![self.fixed]
+        }
+    }
+
+    /// Whether topo_bcast of `size` bytes has settled on a route from every root, and on which
+    /// (`plan`, `library`, `mixed` when roots differ, `trial` while any is not settled). The
+    /// same on every rank: route decisions are collective.
+    fn route(&self, world: &mpi::topology::SimpleCommunicator, size: u64) -> Result<&'static str, CliError> {
+        let mut seen = None;
+        for root in self.all() {
+            let state = world
+                .topo_route(root, size)
+                .map_err(|e| CliError::Failed(e.to_string()))?;
+            let RouteState::Settled(route) = state else {
+                return Ok("trial");
+            };
+            if seen.is_some_and(|r| r != route) {
+                return Ok("mixed");
+            }
+            seen = Some(route);
+        }
+        Ok(seen.map_or("trial", Route::key))
+    }
+
+    /// Most untimed calls a row spends waiting for its routes to settle: a trial takes at
+    /// most `2 * (TRIAL_MAX_CALLS + 1)` calls per root, and a few more cover the first calls.
+    fn settle_limit(&self) -> u64 {
+        (2 * (TRIAL_MAX_CALLS as u64 + 1) + 3) * self.all().len() as u64
+    }
+}
+
+/// Each call after its own barrier; the slowest rank per iteration; medians. Untimed first: 3
+/// iterations, then more until topo_bcast's route is settled from every root (its first calls of a
+/// root and size may be a trial of both routes, alternating; what is timed is the route every
+/// later call takes). The row says which route that was.
+fn barrier_row(comms: &Comms, size: u64, iters_small: u64, roots: &Roots) -> Result<Row, CliError> {
     let world = comms.world;
     let me = world.rank();
     let iters = (iters_small * 65536 / size.max(65536)).clamp(5, iters_small);
-    let warmup = 3.min(iters);
+    let mut warmup = 3.min(iters);
     let mut buf = vec![0u8; size as usize];
     let mut t: [Vec<f64>; 3] = std::array::from_fn(|_| Vec::with_capacity(iters as usize));
-    for it in 0..(iters + warmup) {
-        let root = root_of(it);
+    let mut it = 0;
+    while it < iters + warmup {
+        // Every rank reads the same state here, so all extend the warm-up alike.
+        if it == warmup && warmup < roots.settle_limit() && roots.route(world, size)? == "trial" {
+            warmup += 1;
+        }
+        let root = roots.of(it);
         if me == root {
             buf.iter_mut().for_each(|b| *b = it as u8);
         }
@@ -387,26 +468,38 @@ fn barrier_row(comms: &Comms, size: u64, iters_small: u64, root_of: &dyn Fn(u64)
                 t[k].push(took[k]);
             }
         }
+        it += 1;
     }
     let [mut mpi_max, mut topo_max, control_max] = slowest(world, &t);
-    Ok(row("barrier", size, iters, &mut mpi_max, &mut topo_max, &control_max))
+    let mut r = row("barrier", size, iters, &mut mpi_max, &mut topo_max, &control_max);
+    (r.route, r.untimed_calls) = (roots.route(world, size)?, warmup);
+    Ok(r)
 }
 
 /// Batches of back-to-back calls, the kinds alternating; time per call of each batch on the
 /// slowest rank; medians over batches. Messages above 64 KiB use fewer calls per batch.
-fn loop_row(comms: &Comms, size: u64, root_of: &dyn Fn(u64) -> i32) -> Result<Row, CliError> {
+fn loop_row(comms: &Comms, size: u64, roots: &Roots) -> Result<Row, CliError> {
     let world = comms.world;
     let batch = (BATCH * 65536 / size.max(65536)).max(1);
     let batches = if size <= LATENCY_TARGET_MAX { BATCHES } else { 9 };
     let mut buf = vec![1u8; size as usize];
     let mut t: [Vec<f64>; 3] = std::array::from_fn(|_| Vec::with_capacity(batches as usize));
-    // One untimed batch of each kind first (connections, plans, route trials).
+    // One untimed batch of each kind first (connections, plans, route trials), then untimed
+    // batches of topo_bcast until its route is settled from every root (as in barrier mode).
+    let mut untimed = batch;
     for b in 0..(batches + 1) {
+        while b == 1 && untimed < batch + roots.settle_limit() && roots.route(world, size)? == "trial" {
+            world.barrier();
+            for k in 0..batch {
+                comms.call(Kind::Topo, &mut buf, roots.of(k))?;
+            }
+            untimed += batch;
+        }
         for kind in order(b).into_iter().filter(|&k| k != Kind::Control || controlled(size)) {
             world.barrier();
             let t0 = mpi::time();
             for k in 0..batch {
-                comms.call(kind, &mut buf, root_of(k))?;
+                comms.call(kind, &mut buf, roots.of(k))?;
             }
             let per_call = (mpi::time() - t0) / batch as f64;
             if b > 0 {
@@ -415,14 +508,9 @@ fn loop_row(comms: &Comms, size: u64, root_of: &dyn Fn(u64) -> i32) -> Result<Ro
         }
     }
     let [mut mpi_max, mut topo_max, control_max] = slowest(world, &t);
-    Ok(row(
-        "loop",
-        size,
-        batch * batches,
-        &mut mpi_max,
-        &mut topo_max,
-        &control_max,
-    ))
+    let mut r = row("loop", size, batch * batches, &mut mpi_max, &mut topo_max, &control_max);
+    (r.route, r.untimed_calls) = (roots.route(world, size)?, untimed);
+    Ok(r)
 }
 
 /// Per entry, the slowest rank's value of each series.
