@@ -32,6 +32,20 @@ int topo_bcast(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Com
  * topo_bcast. Optional. */
 int treecast_init(MPI_Comm comm);
 
+/* Local (no communication): which route broadcasts of `bytes` bytes from `root` take on `comm`,
+ * written to *route: TREECAST_ROUTE_PLAN (treecast's sends), TREECAST_ROUTE_LIBRARY (the MPI
+ * library's MPI_Bcast on treecast's duplicate), TREECAST_ROUTE_TRIAL (the first calls of a root
+ * and size may time both, alternating) or TREECAST_ROUTE_UNSEEN (not decided before the first
+ * such call). The same on every rank after the same calls. Returns MPI_SUCCESS, MPI_ERR_COMM,
+ * MPI_ERR_ROOT, MPI_ERR_COUNT (negative bytes) or MPI_ERR_ARG (NULL route). */
+enum {
+    TREECAST_ROUTE_UNSEEN = 0,
+    TREECAST_ROUTE_TRIAL = 1,
+    TREECAST_ROUTE_PLAN = 2,
+    TREECAST_ROUTE_LIBRARY = 3
+};
+int treecast_route(MPI_Comm comm, int root, long long bytes, int *route);
+
 /* Copy this thread's last treecast error message into `buf` (NUL-terminated, at most `len`
  * bytes); returns the message's full length. Pass (NULL, 0) to query the length. */
 int treecast_last_error(char *buf, int len);

@@ -87,6 +87,22 @@ int main(int argc, char **argv) {
         failures++;
     }
 
+    /* Routes: on one host (how the tests run) every root's broadcasts take the library's
+     * MPI_Bcast; with TREECAST_ROUTE=plan, world's 7-int broadcasts from root 0 (run above)
+     * took the plan. Bad arguments are errors. */
+    int route = -1;
+    if (treecast_route(MPI_COMM_WORLD, 0, 7 * sizeof(int), &route) != MPI_SUCCESS) failures++;
+    const char *forced = getenv("TREECAST_ROUTE");
+    int want = forced && strcmp(forced, "plan") == 0 ? TREECAST_ROUTE_PLAN : TREECAST_ROUTE_LIBRARY;
+    if (route != want) {
+        fprintf(stderr, "treecast_route: %d, want %d\n", route, want);
+        failures++;
+    }
+    if (treecast_route(MPI_COMM_WORLD, size, 16, &route) != MPI_ERR_ROOT) failures++;
+    if (treecast_route(MPI_COMM_WORLD, 0, -1, &route) != MPI_ERR_COUNT) failures++;
+    if (treecast_route(MPI_COMM_WORLD, 0, 16, NULL) != MPI_ERR_ARG) failures++;
+    if (treecast_route(MPI_COMM_NULL, 0, 16, &route) != MPI_ERR_COMM) failures++;
+
     /* The state cached on `split` is freed with it (the attribute delete callback). */
     MPI_Comm_free(&split);
     MPI_Type_free(&strided);

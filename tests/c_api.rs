@@ -48,6 +48,15 @@ fn c_example_matches_mpi_bcast_and_returns_error_codes() {
         let out = mpirun(np, &exe, &[], &[("TREECAST_TIMEOUT", "120")], 600);
         assert_ok(&out, 1, &format!("c_bcast on {np} ranks"));
     }
+    // treecast's own route for every call (treecast_route must then say so).
+    let out = mpirun(
+        4,
+        &exe,
+        &[],
+        &[("TREECAST_TIMEOUT", "120"), ("TREECAST_ROUTE", "plan")],
+        600,
+    );
+    assert_ok(&out, 1, "c_bcast on 4 ranks, TREECAST_ROUTE=plan");
 }
 
 #[test]

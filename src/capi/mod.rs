@@ -167,6 +167,41 @@ pub unsafe extern "C" fn treecast_init(comm: MPI_Comm) -> c_int {
     })
 }
 
+/// `int treecast_route(MPI_Comm comm, int root, long long bytes, int *route)`: local; which
+/// route broadcasts of `bytes` bytes from `root` take on `comm` (`TREECAST_ROUTE_*` of
+/// `treecast.h`, in the order of [`route_code`]), as `TopoBcast::topo_route` gives it.
+///
+/// # Safety
+/// `comm` must be a valid communicator handle or `MPI_COMM_NULL`; `route` writable or NULL.
+#[no_mangle]
+pub unsafe extern "C" fn treecast_route(comm: MPI_Comm, root: c_int, bytes: i64, route: *mut c_int) -> c_int {
+    guard(|| {
+        if route.is_null() {
+            return Err(Error::new(
+                ErrorKind::Mpi(mpi::ffi::MPI_ERR_ARG as i32),
+                "treecast_route: route is NULL",
+            ));
+        }
+        let bytes = u64::try_from(bytes)
+            .map_err(|_| Error::new(ErrorKind::Count, format!("treecast_route: bytes {bytes} is negative")))?;
+        crate::runtime::state::check_comm(comm)?;
+        crate::runtime::bcast::check_root(root, crate::exec::raw::comm_size(comm)?)?;
+        *route = route_code(crate::runtime::state::route_state(comm, root as u32, bytes)?);
+        Ok(())
+    })
+}
+
+/// `TREECAST_ROUTE_UNSEEN` 0, `_TRIAL` 1, `_PLAN` 2, `_LIBRARY` 3 (`treecast.h`).
+pub fn route_code(state: crate::RouteState) -> c_int {
+    use crate::{Route, RouteState};
+    match state {
+        RouteState::Unseen => 0,
+        RouteState::Trial => 1,
+        RouteState::Settled(Route::Plan) => 2,
+        RouteState::Settled(Route::Library) => 3,
+    }
+}
+
 /// `int treecast_last_error(char *buf, int len)`: copy the message of this thread's last
 /// treecast error (NUL-terminated, truncated to `len`), returning its full length.
 ///
