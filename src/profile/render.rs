@@ -2,6 +2,7 @@
 
 use super::report::{CommReport, Predicted, ProfileReport, SampleCall, SiteReport, SizeClassReport, TimeStats};
 use crate::util::svg::{fmt_time, ticks, Stroke, Svg};
+use std::collections::HashMap;
 use std::fmt::Write;
 
 fn us(s: f64) -> String {
@@ -428,13 +429,38 @@ fn library_timing_note(timing: &[super::report::LibraryTimingReport]) -> String 
     note
 }
 
-/// One line per (root, size class): the route its calls took and why (with a trial's times).
+/// One line per size class and route, with the roots whose calls took it and why (`roots
+/// 0-3, 4 .. 7 B: library binary (...)`): a job broadcasting from each of its 64 ranks would
+/// otherwise repeat one line 64 times per size. A trial's deciding times are a root's own, so
+/// a route decided by trial keeps a line per root, with its times.
 fn routes_text(o: &mut String, c: &CommReport) {
     if c.routes.is_empty() {
         return;
     }
     let _ = writeln!(o, "routes (the same on every rank):");
+    let mut lines: Vec<(&super::report::RouteReport, Vec<u32>)> = Vec::new();
+    let mut line_of: HashMap<(u64, u64, &str, &str, &str), usize> = HashMap::new();
     for r in &c.routes {
+        let timed = r.library_us.is_some() || r.plan_us.is_some();
+        let key = (
+            r.min_bytes,
+            r.max_bytes,
+            r.route.as_str(),
+            r.algorithm.as_str(),
+            r.reason.as_str(),
+        );
+        match line_of.get(&key) {
+            Some(&i) if !timed => lines[i].1.push(r.root),
+            _ => {
+                if !timed {
+                    line_of.insert(key, lines.len());
+                }
+                lines.push((r, vec![r.root]));
+            }
+        }
+    }
+    lines.sort_by_key(|(r, roots)| (r.min_bytes, roots[0]));
+    for (r, roots) in &lines {
         let times = match (r.library_us, r.plan_us) {
             (Some(l), Some(p)) => format!("; library {l:.2} us, plan {p:.2} us"),
             _ => String::new(),
@@ -446,8 +472,8 @@ fn routes_text(o: &mut String, c: &CommReport) {
         };
         let _ = writeln!(
             o,
-            "  root {}, {}: {}{algorithm} ({}{times})",
-            r.root,
+            "  {}, {}: {}{algorithm} ({}{times})",
+            roots_label(roots),
             class_label(r.min_bytes, r.max_bytes),
             r.route,
             r.reason
@@ -474,6 +500,18 @@ fn overhead_line(m: &super::report::MessageOverheadReport) -> String {
         "  per-message overhead: plans charge {:.1} us ({plans}; it picks their segment counts); {predictions}",
         m.planning_s * 1e6
     )
+}
+
+/// "root 3", or "roots 0-3, 6" for several (ascending runs as ranges).
+fn roots_label(roots: &[u32]) -> String {
+    let mut sorted = roots.to_vec();
+    sorted.sort_unstable();
+    sorted.dedup();
+    if let [one] = sorted[..] {
+        return format!("root {one}");
+    }
+    let runs = crate::topology::text::rank_ranges(&sorted);
+    format!("roots {}", runs.split(' ').collect::<Vec<_>>().join(", "))
 }
 
 /// "0 B" or "LO .. HI B" for a size class.
@@ -1663,6 +1701,57 @@ mod tests {
             t.contains("root 0, 512 .. 1023 B: plan hier-pipeline:segs=2 (measured; library 12.50 us, plan 7.25 us)"),
             "routes are listed with what they ran and their trial times: {t}"
         );
+    }
+
+    /// Routes that are the same for several roots share a line naming the roots; a trial's
+    /// route keeps its own line per root, with that root's deciding times.
+    #[test]
+    fn routes_of_many_roots_share_a_line_and_trials_keep_theirs() {
+        let mut r = sample();
+        let c = &mut r.communicators[0];
+        let trial = c.routes[0].clone();
+        let decided = |root: u32, min_bytes: u64| super::super::report::RouteReport {
+            root,
+            class: 3,
+            min_bytes,
+            max_bytes: 2 * min_bytes - 1,
+            route: "library".into(),
+            reason: "no network topology".into(),
+            library_us: None,
+            plan_us: None,
+            algorithm: "binary".into(),
+        };
+        c.routes = [0, 1, 2, 3, 6, 8, 9]
+            .into_iter()
+            .flat_map(|root| [decided(root, 4), decided(root, 4096)])
+            .collect();
+        let mut other = trial.clone();
+        other.root = 5;
+        other.library_us = Some(99.0);
+        c.routes.extend([trial, other]);
+        let t = text(&r);
+        assert!(
+            t.contains("  roots 0-3, 6, 8-9, 4 .. 7 B: library binary (no network topology)"),
+            "{t}"
+        );
+        assert!(t.contains("  roots 0-3, 6, 8-9, 4096 .. 8191 B: library binary"), "{t}");
+        assert!(
+            t.contains("  root 0, 512 .. 1023 B: plan hier-pipeline:segs=2 (measured; library 12.50 us"),
+            "{t}"
+        );
+        assert!(
+            t.contains("  root 5, 512 .. 1023 B: plan hier-pipeline:segs=2 (measured; library 99.00 us"),
+            "{t}"
+        );
+        // Ordered by size, then by first root.
+        let at = |needle: &str| t.find(needle).unwrap_or_else(|| panic!("{needle} in {t}"));
+        assert!(
+            at("4 .. 7 B") < at("root 0, 512")
+                && at("root 0, 512") < at("root 5, 512")
+                && at("root 5, 512") < at("4096 .. 8191 B")
+        );
+        assert_eq!(roots_label(&[4]), "root 4");
+        assert_eq!(roots_label(&[7, 5, 6, 5, 9]), "roots 5-7, 9");
     }
 
     /// The overhead plans were made with is stated with its source, and what predictions
