@@ -696,13 +696,22 @@ pub fn text(report: &ProfileReport) -> String {
         }
         for s in &c.sites {
             if let Some(sc) = &s.sample_call {
+                // The call may have taken the library's route: its algorithm is then the
+                // library's as the prediction models it, not a plan treecast ran.
+                let library = c.routes.iter().any(|r| {
+                    r.root == sc.root && (r.min_bytes..=r.max_bytes).contains(&sc.bytes) && r.route == "library"
+                });
+                let ran = if library {
+                    format!("the library's MPI_Bcast, modelled as {}", sc.algorithm)
+                } else {
+                    format!("plan {}", sc.algorithm)
+                };
                 let _ = writeln!(
                     o,
-                    "\nLast call from {} (root {}, {} bytes, plan {}): completion per rank, us after the root's entry",
+                    "\nLast call from {} (root {}, {} bytes, {ran}): completion per rank, us after the root's entry",
                     shorten(&s.site, 60),
                     sc.root,
                     sc.bytes,
-                    sc.algorithm
                 );
                 let mut ranks = sc.ranks.clone();
                 ranks.sort_by(|a, b| b.done_s.total_cmp(&a.done_s));
@@ -1700,6 +1709,23 @@ mod tests {
         assert!(
             t.contains("root 0, 512 .. 1023 B: plan hier-pipeline:segs=2 (measured; library 12.50 us, plan 7.25 us)"),
             "routes are listed with what they ran and their trial times: {t}"
+        );
+    }
+
+    /// The last call names what ran: treecast's plan, or the library's broadcast as modelled.
+    #[test]
+    fn the_last_call_names_the_plan_or_the_library() {
+        let mut r = sample();
+        let t = text(&r);
+        assert!(
+            t.contains("(root 0, 1000 bytes, plan binomial): completion per rank"),
+            "{t}"
+        );
+        r.communicators[0].routes[0].route = "library".into();
+        let t = text(&r);
+        assert!(
+            t.contains("(root 0, 1000 bytes, the library's MPI_Bcast, modelled as binomial): completion"),
+            "{t}"
         );
     }
 
