@@ -577,6 +577,14 @@ fn mode_profile(world: &mpi::topology::SimpleCommunicator) {
             .topo_bcast(&mut buf[..4096], 0)
             .unwrap_or_else(|e| fail(format!("site B: {e}"))); // site B
     }
+    // Site G: every rank in turn, twice, one size. After the first call the fast path serves
+    // the other roots (on one host every root takes the library's route), and the profile
+    // must still list each root's route.
+    for i in 0..2 * n {
+        world
+            .topo_bcast(&mut buf[..2048], i % n)
+            .unwrap_or_else(|e| fail(format!("site G: {e}"))); // site G
+    }
     {
         let split = world
             .split_by_color(mpi::topology::Color::with_value(me % 2))

@@ -92,7 +92,7 @@ fn profile_counts_calls_and_bytes_exactly() {
         .expect("world report");
     assert_eq!(world.size, np);
     assert_eq!(world.hosts.len(), np as usize);
-    assert_eq!(world.sites.len(), 2, "{:#?}", world.sites);
+    assert_eq!(world.sites.len(), 3, "{:#?}", world.sites);
     // The library's broadcast timed at set-up is in the profile: every size, a positive median
     // per pass and the scale kept; for the 2-rank halves of the split only under MPICH.
     let sizes = &treecast::runtime::library_fit::FIT_SIZES;
@@ -252,9 +252,19 @@ fn profile_counts_calls_and_bytes_exactly() {
         assert_eq!(s.predicted_root, Some(dominant.predicted_root));
     }
     // Every 4th call on world (sequence numbers 0, 4, ...) was also timed with MPI_Bcast:
-    // calls 0..48 on world -> 12 comparisons, split between the two sites by sequence number.
+    // calls 0..48 + 2 * np on world -> 12 + np / 2 comparisons, split between the sites by
+    // sequence number.
     let compared: u64 = world.sites.iter().filter_map(|s| s.compare.map(|c| c.calls)).sum();
-    assert_eq!(compared, 12);
+    assert_eq!(compared, (48 + 2 * np as u64).div_ceil(4));
+    // Site G broadcast 2048 B from every rank in turn: every root is counted, and (checked
+    // below) each root's route is listed, though all but the first root's first calls took the
+    // fast path.
+    let g = world
+        .sites
+        .iter()
+        .find(|s| s.bytes == 2 * np as u64 * 2048)
+        .expect("site G");
+    assert_eq!(g.roots.len(), np as usize, "{:?}", g.roots);
     // The profile records each (root, size class)'s route and why: on one host there is no
     // network, so every one of them is the library's MPI_Bcast.
     let want: std::collections::BTreeSet<(u32, u8)> = world

@@ -170,9 +170,7 @@ unsafe fn routed(
         }
     } else if route == Route::Library && result.is_ok() {
         let profiled = st.profile.enabled.then_some(slot);
-        // Unprofiled only: a profiled call locks the state anyway, and its first call from each
-        // root records that root's route for the profile.
-        let any_root = (profiled.is_none() && st.library_for_every_root()).then_some(st.size);
+        let any_root = st.library_for_every_root().then_some(st.size);
         let call = fast::Call {
             buf,
             count,
@@ -271,32 +269,35 @@ mod fast {
         }
         let hit = lookup::<true>(comm, buf, count as c_int, datatype, root)?;
         if hit.profiled() {
-            return profiled(hit.slot, hit.dup, buf, count, datatype, root, site, hit.bytes);
+            return profiled(&hit, buf, count, datatype, root, site);
         }
         Some(library_bcast(hit.dup, buf, count as u64, datatype, root as u32))
     }
 
-    /// The fast path on a profiled communicator: counted and sampled as on the full path.
+    /// The fast path on a profiled communicator: counted and sampled as on the full path. A
+    /// root the entry did not name (where any root takes the library's route) gets its route
+    /// recorded as the full path would, so the profile lists every root's.
     ///
     /// # Safety
-    /// `slot` is the address of a live state (checked through the epoch by the caller).
+    /// `hit.slot` is the address of a live state (checked through the epoch by the caller).
     #[inline(never)]
-    #[allow(clippy::too_many_arguments)]
     unsafe fn profiled(
-        slot: usize,
-        dup: MPI_Comm,
+        hit: &last_call::Hit,
         buf: *mut c_void,
         count: i64,
         datatype: MPI_Datatype,
         root: i32,
         site: CallSite,
-        bytes: u64,
     ) -> Option<Result<()>> {
-        let slot = &*(slot as *const state::Slot);
+        let (dup, bytes) = (hit.dup, hit.bytes);
+        let slot = &*(hit.slot as *const state::Slot);
         let mut st = slot.lock().unwrap_or_else(|p| p.into_inner());
         let call = st.calls;
         if profile::compare_due(&st.profile, call) {
             return None;
+        }
+        if hit.other_root {
+            st.selection(root as u32, size_class(bytes));
         }
         st.calls += 1;
         let pending = profile::begin(&mut st.profile, site, root as u32, bytes, call);

@@ -78,15 +78,13 @@ fn key(count: c_int, root: c_int) -> u64 {
     (count as u32 as u64) | ((root as u32 as u64) << 32)
 }
 
-/// Whether a call of `count` from `root` repeats the entry whose key is `k`: the same count
-/// and root, or the same count and a root in range where any root will do. A negative root
-/// (or count) never matches: its bits as `u32` exceed every remembered one.
+/// Whether a call of `count` from `root` repeats the entry whose key is `k` with another
+/// root: the same count and a root in range where any root will do. A negative root (or
+/// count) never matches: its bits as `u32` exceed every remembered one.
 #[inline(always)]
-fn same_call(k: u64, count: c_int, root: c_int) -> bool {
-    k == key(count, root) || {
-        let below = LAST.any_root_below.load(Ordering::Relaxed);
-        below != 0 && k as u32 == count as u32 && (root as u32 as u64) < below
-    }
+fn same_call_other_root(k: u64, count: c_int, root: c_int) -> bool {
+    let below = LAST.any_root_below.load(Ordering::Relaxed);
+    below != 0 && k as u32 == count as u32 && (root as u32 as u64) < below
 }
 
 /// A call that repeats the remembered one.
@@ -97,6 +95,9 @@ pub struct Hit {
     pub slot: usize,
     /// The message size in bytes (for the profile; read only when asked for).
     pub bytes: u64,
+    /// The call's root is not the remembered one (any root would do): a profiled state has
+    /// not necessarily seen it yet.
+    pub other_root: bool,
 }
 
 impl Hit {
@@ -126,9 +127,11 @@ pub unsafe fn lookup<const SIZE: bool>(
     if v % 2 == 1 || buf.is_null() {
         return None;
     }
+    let k = LAST.key.load(Ordering::Relaxed);
+    let exact = k == key(count, root);
     let hit = LAST.comm.load(Ordering::Relaxed) == bits(comm)
         && LAST.datatype.load(Ordering::Relaxed) == bits(datatype)
-        && same_call(LAST.key.load(Ordering::Relaxed), count, root);
+        && (exact || same_call_other_root(k, count, root));
     let dup = LAST.dup.load(Ordering::Relaxed);
     let slot = LAST.slot.load(Ordering::Relaxed);
     let bytes = if SIZE && slot != 0 {
@@ -144,6 +147,7 @@ pub unsafe fn lookup<const SIZE: bool>(
         dup: from_bits(dup),
         slot,
         bytes,
+        other_root: !exact,
     })
 }
 
