@@ -249,6 +249,17 @@ fn median(v: &[f64]) -> f64 {
     }
 }
 
+/// Whether [`initial`] settles every root and every class within the library's reach on the
+/// library at once, without a plan: `TREECAST_ROUTE=library`, or the default policy with no
+/// forced algorithm and no network topology. The fast path's any-root entry relies on it.
+pub fn library_for_every_root(policy: RoutePolicy, forced_algorithm: bool, network: bool) -> bool {
+    match policy {
+        RoutePolicy::Library => true,
+        RoutePolicy::Plan => false,
+        RoutePolicy::Auto => !forced_algorithm && !network,
+    }
+}
+
 /// The selection a (root, size class) starts with, from inputs identical on every rank.
 ///
 /// - `policy` forces a route (the library only up to [`LIBRARY_MAX_CLASS`]);
@@ -277,7 +288,7 @@ pub fn initial(
     if forced_algorithm {
         return Selection::decided(Route::Plan, "TREECAST_ALGORITHM forces a plan");
     }
-    if !network {
+    if library_for_every_root(policy, forced_algorithm, network) {
         return Selection::decided(Route::Library, "no network topology (one host, or none known)");
     }
     let Some(plan) = plan else {

@@ -150,12 +150,11 @@ impl CommState {
     /// no network topology (one host) and no forced algorithm. The fast path then serves a
     /// repeated call whatever its root (programs that broadcast from each rank in turn).
     pub fn library_for_every_root(&self) -> bool {
-        use super::route::RoutePolicy;
-        match self.config.route {
-            RoutePolicy::Library => true,
-            RoutePolicy::Plan => false,
-            RoutePolicy::Auto => !self.planner.has_network() && !self.planner.forced_algorithm(),
-        }
+        super::route::library_for_every_root(
+            self.config.route,
+            self.planner.forced_algorithm(),
+            self.planner.has_network(),
+        )
     }
 
     /// Whether broadcasts of `bytes` from `root` settled on the library's `MPI_Bcast`.
