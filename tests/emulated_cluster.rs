@@ -500,17 +500,24 @@ fn burst_probe_finds_the_uplink_buckets(cluster: &Cluster) {
                 .expect("treecast report runs");
             let text = String::from_utf8_lossy(&text.stdout);
             assert_eq!(text.matches("passes a burst").count(), 6, "{text}");
-            // Across hosts the token ring measured the overhead plans and predictions charge,
-            // and each route names what it ran.
+            // Across hosts the token ring measured the overhead plans charge; predictions split
+            // it into CPU time per message (from the ring's train: nine ranks on two cores
+            // pass a train slower than one token) and the wake-up that makes up the rest of a
+            // lone token's hop. Each route names what it ran.
             let c = &report.communicators[0];
             let m = c.message_overhead.as_ref().expect("overheads recorded");
-            assert_eq!(
-                (m.planning_source.as_str(), m.prediction_s),
-                ("token ring", Some(m.planning_s)),
-                "{m:?}"
-            );
+            assert_eq!(m.planning_source, "token ring", "{m:?}");
             assert!(m.planning_s >= treecast::plan::pipeline::MESSAGE_OVERHEAD_S, "{m:?}");
+            let (cpu, wake) = (m.prediction_s.expect("calibrated"), m.prediction_wake_s.expect("split"));
+            assert!(cpu > 0.0 && cpu <= m.planning_s && wake >= 0.0, "{m:?}");
+            assert!((cpu / 2.0 + wake - m.planning_s).abs() < 1e-9, "{m:?}");
             assert!(text.contains("measured by the token ring at set-up"), "{text}");
+            assert!(text.contains("to wake a relay that was idle"), "{text}");
+            // The nine ranks share the machine's CPUs, and predictions queue on them.
+            assert!(
+                text.contains("predictions queue their messages' CPU time on those CPUs"),
+                "{text}"
+            );
             assert!(c.routes.iter().all(|r| !r.algorithm.is_empty()), "{:?}", c.routes);
             // The emulated hosts share this machine's kernel: their clocks are aligned through
             // it, not by ping-pongs that wait for one of 2 cores among 9 ranks.

@@ -301,6 +301,7 @@ fn profile_counts_calls_and_bytes_exactly() {
         "{m:?}"
     );
     assert!(m.prediction_s.is_some_and(|p| p > 0.0 && p < 1e-3), "{m:?}");
+    assert_eq!(m.prediction_wake_s, None, "one host has no ring to split: {m:?}");
 
     // Two split communicators (freed before finalize), each 2 ranks, 5 calls of 100 bytes.
     let splits: Vec<_> = report.communicators.iter().filter(|c| c.size == 2).collect();

@@ -479,27 +479,23 @@ fn merge(st: &dyn ProfiledComm, ranks: &[RankWire]) -> CommReport {
 /// they may use together (the union of their masks); an unknown kernel (boot id 0) or mask
 /// never counts as shared.
 fn shared_cpus<'a>(ranks: impl Iterator<Item = (u64, &'a [u64], &'a str)>) -> Vec<SharedCpus> {
-    let mut by_kernel: BTreeMap<u64, (SharedCpus, Vec<u64>)> = BTreeMap::new();
-    for (boot_id, mask, host) in ranks.filter(|r| r.0 != 0 && !r.1.is_empty()) {
-        let (e, union) = by_kernel.entry(boot_id).or_default();
-        e.ranks += 1;
-        if union.len() < mask.len() {
-            union.resize(mask.len(), 0);
-        }
-        for (u, m) in union.iter_mut().zip(mask) {
-            *u |= m;
-        }
-        if !e.hosts.iter().any(|h| h == host) {
-            e.hosts.push(host.to_string());
-        }
-    }
-    by_kernel
-        .into_values()
-        .map(|(mut e, union)| {
-            e.cpus = union.iter().map(|w| w.count_ones()).sum();
-            e
+    let ranks: Vec<(u64, &[u64], &str)> = ranks.collect();
+    crate::host::kernel_groups(ranks.iter().map(|r| (r.0, r.1)))
+        .into_iter()
+        .filter(|g| g.crowded())
+        .map(|g| {
+            let mut hosts: Vec<String> = Vec::new();
+            for &i in &g.members {
+                if !hosts.iter().any(|h| h == ranks[i].2) {
+                    hosts.push(ranks[i].2.to_string());
+                }
+            }
+            SharedCpus {
+                hosts,
+                ranks: g.members.len() as u32,
+                cpus: g.cpus,
+            }
         })
-        .filter(|s| s.ranks > s.cpus)
         .collect()
 }
 

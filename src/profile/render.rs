@@ -334,12 +334,22 @@ fn error_text(o: &mut String, c: &CommReport, mpi_library: &str) {
              errors measure that difference"
         );
     }
+    // Across hosts, profiles that split the ring's overhead also queued these ranks' message
+    // work on their CPUs (`sim::CpuPools`); older ones and one host did not.
+    let pooled = c.hosts.iter().any(|h| h != &c.hosts[0])
+        && c.message_overhead
+            .as_ref()
+            .is_some_and(|m| m.prediction_wake_s.is_some());
     for sc in &c.shared_cpus {
+        let model = if pooled {
+            "predictions queue their messages' CPU time on those CPUs"
+        } else {
+            "a rank also waits for a core, which the per-message model does not see (on one host of 3 or \
+             more ranks, 2 under MPICH, the predictions follow the library broadcasts timed at set-up)"
+        };
         let _ = writeln!(
             o,
-            "  note: {} ranks share {} CPUs on {}: a rank also waits for a core, which the \
-             per-message model does not see (on one host of 3 or more ranks, 2 under MPICH, the predictions \
-             follow the library broadcasts timed at set-up)",
+            "  note: {} ranks share {} CPUs on {}: {model}",
             sc.ranks,
             sc.cpus,
             sc.hosts.join(", ")
@@ -491,10 +501,18 @@ fn overhead_line(m: &super::report::MessageOverheadReport) -> String {
         "token ring" => "measured by the token ring at set-up",
         _ => "the planner's default: one host has no ring",
     };
-    let predictions = match m.prediction_s {
-        Some(p) if m.prediction_source == "token ring" => format!("predictions charge the same {:.1} us", p * 1e6),
-        Some(p) => format!("predictions charge {:.1} us (the host-mates' send burst)", p * 1e6),
-        None => "predictions are not calibrated".to_string(),
+    let predictions = match (m.prediction_s, m.prediction_wake_s) {
+        (Some(p), Some(w)) => format!(
+            "predictions charge {:.1} us of CPU per message and {:.1} us to wake a relay that was idle \
+             (the ring's train and its lone token)",
+            p * 1e6,
+            w * 1e6
+        ),
+        (Some(p), None) if m.prediction_source == "token ring" => {
+            format!("predictions charge the same {:.1} us", p * 1e6)
+        }
+        (Some(p), _) => format!("predictions charge {:.1} us (the host-mates' send burst)", p * 1e6),
+        (None, _) => "predictions are not calibrated".to_string(),
     };
     format!(
         "  per-message overhead: plans charge {:.1} us ({plans}; it picks their segment counts); {predictions}",
@@ -1154,7 +1172,8 @@ mod tests {
                 message_overhead: Some(MessageOverheadReport {
                     planning_s: 47.2e-6,
                     planning_source: "token ring".into(),
-                    prediction_s: Some(47.2e-6),
+                    prediction_s: Some(18.5e-6),
+                    prediction_wake_s: Some(37.9e-6),
                     prediction_source: "token ring".into(),
                 }),
                 sites: vec![SiteReport {
@@ -1675,6 +1694,20 @@ mod tests {
         }];
         let t = text(&r);
         assert!(t.contains("note: 2 ranks share 1 CPUs on a, b"), "{t}");
+        // Across hosts, with the ring's overhead split, predictions queue on those CPUs; on one
+        // host, or in a profile from before, they do not.
+        let queue = "predictions queue their messages' CPU time on those CPUs";
+        r.communicators[0].hosts = vec!["a".into(), "b".into()];
+        assert!(text(&r).contains(queue), "{}", text(&r));
+        r.communicators[0].hosts = vec!["a".into(), "a".into()];
+        assert!(
+            text(&r).contains("which the per-message model does not see"),
+            "{}",
+            text(&r)
+        );
+        r.communicators[0].hosts = vec!["a".into(), "b".into()];
+        r.communicators[0].message_overhead.as_mut().unwrap().prediction_wake_s = None;
+        assert!(!text(&r).contains(queue), "{}", text(&r));
         let note = "predicted with Open MPI's algorithms";
         let mut r = sample();
         r.communicators[0].routes[0].route = "library".into();
@@ -1788,9 +1821,15 @@ mod tests {
         let t = text(&r);
         assert!(
             t.contains("plans charge 47.2 us (measured by the token ring at set-up")
-                && t.contains("predictions charge the same 47.2 us"),
+                && t.contains(
+                    "predictions charge 18.5 us of CPU per message and 37.9 us to wake a relay that was idle"
+                ),
             "{t}"
         );
+        // Profiles written before the ring's train: one overhead for every message.
+        let m = r.communicators[0].message_overhead.as_mut().unwrap();
+        (m.prediction_s, m.prediction_wake_s) = (Some(47.2e-6), None);
+        assert!(text(&r).contains("predictions charge the same 47.2 us"), "{}", text(&r));
         let m = r.communicators[0].message_overhead.as_mut().unwrap();
         m.planning_s = 1e-6;
         m.planning_source = "default".into();

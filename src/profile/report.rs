@@ -65,8 +65,14 @@ pub struct MessageOverheadReport {
     pub planning_s: f64,
     /// `token ring` (measured between hosts at set-up) or `default` (one host: no ring).
     pub planning_source: String,
-    /// `None`: predictions uncalibrated (`TREECAST_CALIBRATE=0`, or nothing measured).
+    /// Per message, the CPU time of sender and receiver together. `None`: predictions
+    /// uncalibrated (`TREECAST_CALIBRATE=0`, or nothing measured).
     pub prediction_s: Option<f64>,
+    /// Between hosts: what a relay that was idle pays before it takes a message in (the ring's
+    /// lone token less half of `prediction_s`). `None` on one host, or in profiles written
+    /// before it was measured (predictions then charged `prediction_s` to every message).
+    #[serde(default)]
+    pub prediction_wake_s: Option<f64>,
     /// `token ring`, or `send burst` (host-mates' back-to-back sends, on one host).
     pub prediction_source: String,
 }

@@ -30,6 +30,11 @@
 
 use std::sync::OnceLock;
 
+/// Most ranks whose predictions are simulated (`plans::Planner::calibrated_times`); above,
+/// the contention-free evaluator bounds the cost at finalize (and set-up skips what only the
+/// simulator uses, `discovery`'s CPU pools).
+pub const SIMULATED_RANKS_MAX: u32 = 512;
+
 /// Parsed configuration.
 #[derive(Clone, Debug, Default)]
 pub struct Config {

@@ -860,24 +860,51 @@ const RING_WARMUP: usize = 5;
 const RING_LAPS: usize = 30;
 /// Tag of the ring's token on the private communicator (no broadcast is in flight meanwhile).
 const TAG_RING: c_int = 6;
+/// Tag of a ring member's kernel and CPU mask, sent to the first member before the laps.
+const TAG_RING_KERNEL: c_int = 10;
 
-/// Collective over `comm`: the median time of one hop of an 8-byte token passed around the
-/// leaders of the first (up to [`RING_HOSTS`]) hosts, in host order, and the hosts of the ring.
-/// Returned on rank 0 only (`None` elsewhere, or with fewer than two hosts); every other rank
-/// waits politely.
+/// Tokens of the ring's train: long enough that its lap grows by a steady step per token.
+const TRAIN_TOKENS: usize = 8;
+/// Untimed and timed laps of the train.
+const TRAIN_WARMUP: usize = 2;
+const TRAIN_LAPS: usize = 15;
+
+/// What the token ring measured ([`ring`]), on the ring's first member (rank 0).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Ring {
+    /// Median time of one hop of a lone 8-byte token (s).
+    pub hop_s: f64,
+    /// Median growth of a lap per extra token when [`TRAIN_TOKENS`] leave back to back (s): at
+    /// that rate the ring passes tokens that reach relays still busy with the previous one, so
+    /// no relay is woken up for them. At least 0.
+    pub train_step_s: f64,
+    /// Most ring members per CPU on any one kernel, at least 1. Hosts emulated on one machine
+    /// share its CPUs, so the train's step there is their shared CPU time per token: the
+    /// members' CPU time per message is the step over this.
+    pub members_per_cpu: f64,
+    /// The hosts' leaders in the ring, in order.
+    pub members: Vec<u32>,
+}
+
+/// Collective over `comm`: an 8-byte token passed around the leaders of the first (up to
+/// [`RING_HOSTS`]) hosts, in host order, alone and then as a train ([`Ring`]). Returned on
+/// rank 0 only (`None` elsewhere, or with fewer than two hosts); every other rank waits
+/// politely.
 ///
 /// Why: a relayed small message costs more than the link latency that ping-pong measures
 /// whenever the relay must first be woken up and scheduled — a little on a real cluster, tens
 /// of microseconds on hosts emulated on a few shared cores. A token ring is a chain of exactly
 /// such relays, so what a hop costs beyond its path's latency is the per-message overhead the
-/// planner should charge (`PlanOptions::message_overhead_s`).
+/// planner should charge (`PlanOptions::message_overhead_s`). A pipeline's later segments reach
+/// relays that are still awake, which the lone token never does; the train measures them.
 /// `comm` is our duplicate communicator; every rank calls this collectively.
-pub fn ring_hop_s(comm: MPI_Comm, rank: u32, hosts: &Hosts) -> Result<Option<(f64, Vec<u32>)>> {
+pub fn ring(comm: MPI_Comm, rank: u32, hosts: &Hosts) -> Result<Option<Ring>> {
     let k = hosts.count().min(RING_HOSTS);
     let members: Vec<u32> = hosts.leaders[..k].to_vec();
     let mut out = None;
     if let (true, Some(i)) = (k >= 2, members.iter().position(|&l| l == rank)) {
         let (next, prev) = (members[(i + 1) % k] as c_int, members[(i + k - 1) % k] as c_int);
+        let kernels = ring_kernels(comm, i, &members)?;
         let mut buf = [0u8; 8];
         let mut laps = Vec::with_capacity(RING_LAPS);
         for lap in 0..RING_WARMUP + RING_LAPS {
@@ -893,14 +920,81 @@ pub fn ring_hop_s(comm: MPI_Comm, rank: u32, hosts: &Hosts) -> Result<Option<(f6
                 send(comm, next, &buf, 8, TAG_RING)?;
             }
         }
+        let trains = train_laps(comm, i == 0, next, prev)?;
         if i == 0 {
-            laps.sort_by(f64::total_cmp);
-            out = Some((laps[laps.len() / 2] / k as f64, members.clone()));
+            let (lap, train) = (median(&mut laps), median(&mut trains.clone()));
+            out = Some(Ring {
+                hop_s: lap / k as f64,
+                train_step_s: ((train - lap) / (TRAIN_TOKENS - 1) as f64).max(0.0),
+                members_per_cpu: members_per_cpu(&kernels),
+                members: members.clone(),
+            });
         }
     }
     let mut req = raw::ibarrier(comm)?;
     wait_politely(&mut req)?;
     Ok(out)
+}
+
+/// Laps of a train of [`TRAIN_TOKENS`] tokens: the first member sends them back to back and
+/// times their return; every other member forwards each as it comes. Timed laps on the first
+/// member (empty elsewhere).
+fn train_laps(comm: MPI_Comm, first: bool, next: c_int, prev: c_int) -> Result<Vec<f64>> {
+    let token = [0u8; 8];
+    let mut inbox = [0u8; 8];
+    let mut laps = Vec::with_capacity(TRAIN_LAPS);
+    for lap in 0..TRAIN_WARMUP + TRAIN_LAPS {
+        let t0 = raw::wtime();
+        let mut reqs = Vec::with_capacity(TRAIN_TOKENS);
+        for _ in 0..TRAIN_TOKENS {
+            if !first {
+                recv(comm, prev, &mut inbox, Some(TAG_RING))?;
+            }
+            // SAFETY: `token` is never written and outlives the wait below.
+            reqs.push(unsafe { raw::isend_bytes(token.as_ptr(), 8, next, TAG_RING, comm)? });
+        }
+        if first {
+            for _ in 0..TRAIN_TOKENS {
+                recv(comm, prev, &mut inbox, Some(TAG_RING))?;
+            }
+        }
+        raw::wait_all(&mut reqs)?;
+        if first && lap >= TRAIN_WARMUP {
+            laps.push(raw::wtime() - t0);
+        }
+    }
+    Ok(laps)
+}
+
+fn median(v: &mut [f64]) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+/// The ring members' kernels and CPU masks, on the first member (`i == 0`; empty elsewhere):
+/// each other member sends its own.
+fn ring_kernels(comm: MPI_Comm, i: usize, members: &[u32]) -> Result<Vec<(u64, Vec<u64>)>> {
+    let mine = crate::host::kernel_words();
+    if i != 0 {
+        raw::send(&mine, members[0] as c_int, TAG_RING_KERNEL, comm)?;
+        return Ok(Vec::new());
+    }
+    let mut out = vec![crate::host::from_kernel_words(&mine)];
+    let mut theirs = vec![0i64; mine.len()];
+    for &m in &members[1..] {
+        raw::recv(&mut theirs, m as c_int, TAG_RING_KERNEL, comm)?;
+        out.push(crate::host::from_kernel_words(&theirs));
+    }
+    Ok(out)
+}
+
+/// Most members per CPU on any one kernel (its members' CPU masks united), at least 1. An
+/// unknown kernel (boot id 0) or mask counts as a machine of its own.
+fn members_per_cpu(kernels: &[(u64, Vec<u64>)]) -> f64 {
+    crate::host::kernel_groups(kernels.iter().map(|(b, m)| (*b, m.as_slice())))
+        .iter()
+        .map(|g| g.members.len() as f64 / g.cpus as f64)
+        .fold(1.0, f64::max)
 }
 
 /// Leaders 1..n: take part in rounds until leader 0 says done. Rounds come from leader 0, or
@@ -955,6 +1049,24 @@ mod tests {
 
     fn k(boot_id: u64, cpus: u32) -> KernelInfo {
         KernelInfo { boot_id, cpus }
+    }
+
+    /// Nine emulated hosts on one 2-CPU kernel are 4.5 members per CPU whether each rank may
+    /// run on both CPUs or is bound to one; distinct machines and unknown kernels count 1.
+    #[test]
+    fn members_per_cpu_unites_a_kernels_masks() {
+        let both = |boot: u64| (boot, vec![0b11u64]);
+        assert_eq!(members_per_cpu(&vec![both(7); 9]), 4.5);
+        let bound: Vec<(u64, Vec<u64>)> = (0..9).map(|i| (7, vec![1u64 << (i % 2)])).collect();
+        assert_eq!(members_per_cpu(&bound), 4.5);
+        assert_eq!(members_per_cpu(&[both(1), both(2), both(3)]), 1.0);
+        assert_eq!(members_per_cpu(&[(0, vec![1]), (0, vec![1]), (0, vec![1])]), 1.0);
+        // An unknown mask (none read) counts as no information, not as zero CPUs.
+        assert_eq!(members_per_cpu(&[(5, vec![]), (5, vec![])]), 1.0);
+        // The most crowded kernel decides: 4 members on 2 CPUs beside 2 on 8.
+        let mut mixed = vec![(1, vec![0b11u64]); 4];
+        mixed.extend(vec![(2, vec![0xffu64]); 2]);
+        assert_eq!(members_per_cpu(&mixed), 2.0);
     }
 
     #[test]

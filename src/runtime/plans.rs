@@ -48,8 +48,14 @@ pub struct Planner {
 struct Calibrated {
     /// The topology with the measured host-mate path on every rank's host link.
     topology: std::sync::Arc<crate::topology::Topology>,
-    /// Per-message overhead: the token ring's between hosts, else the send burst's.
+    /// Per-message CPU time (sender and receiver together): from the token ring's train
+    /// between hosts, else the send burst's.
     overhead_s: f64,
+    /// What a relay that was idle pays before it takes a message in (between hosts, from the
+    /// token ring; 0 on one host, whose models do not use it).
+    wake_s: f64,
+    /// Ranks that share CPUs with more ranks than there are (between hosts; `sim::CpuPools`).
+    cpu_pools: Option<crate::sim::CpuPools>,
     /// Per-size costs between host-mates: what predicts a job on one host.
     send_curve: Option<crate::estimate::send_curve::SendCurve>,
     /// Token buckets on the tree's slow links (`runtime::burst`), on `topology`'s link ids.
@@ -101,16 +107,15 @@ impl Planner {
             topology,
             source,
             message_overhead_s,
+            message_costs,
             calibration,
             buckets,
+            cpu_pools,
         } = unsafe { super::discovery::acquire(comm, rank, size, cfg)? };
-        let calibrated = calibrated(
-            topology.as_ref(),
-            cfg.calibrate,
-            message_overhead_s,
-            calibration,
-            buckets,
-        );
+        let mut calibrated = calibrated(topology.as_ref(), cfg.calibrate, message_costs, calibration, buckets);
+        if let Some(c) = calibrated.as_mut() {
+            c.cpu_pools = cpu_pools;
+        }
         match &source {
             super::discovery::Source::Unavailable(why) if rank == 0 => {
                 log::warn!("treecast: no topology ({why}); plans ignore the network")
@@ -270,13 +275,14 @@ impl Planner {
     /// without a topology (plans then ignore the network and charge no measured overhead).
     pub fn message_overhead_report(&self) -> Option<crate::profile::report::MessageOverheadReport> {
         self.topology.as_ref()?;
-        // Predictions take the ring's overhead where there is one (`calibrated`), else the
-        // host-mates' send burst's.
+        // Predictions take the ring's costs where there is one (`calibrated`), else the
+        // host-mates' send burst's overhead.
         let ring = self.message_overhead_s.is_some();
         Some(crate::profile::report::MessageOverheadReport {
             planning_s: self.message_overhead_s(),
             planning_source: if ring { "token ring" } else { "default" }.into(),
             prediction_s: self.calibrated.as_ref().map(|c| c.overhead_s),
+            prediction_wake_s: self.calibrated.as_ref().filter(|_| ring).map(|c| c.wake_s),
             prediction_source: if ring { "token ring" } else { "send burst" }.into(),
         })
     }
@@ -430,12 +436,21 @@ impl Planner {
         if let (false, Some(curve)) = (self.has_network(), &c.send_curve) {
             return crate::estimate::send_curve::evaluate_on_one_host(p, bytes, curve, c.overhead_s, enter).ok();
         }
-        if self.nranks > 512 || !self.has_network() {
-            return evaluate_calibrated(topology, p, bytes, c.overhead_s, enter).ok();
+        if self.nranks > super::config::SIMULATED_RANKS_MAX || !self.has_network() {
+            // The contention-free evaluator charges each hop one overhead and cannot tell an
+            // idle relay from a busy one: between hosts, a lone token's hop (a woken relay's
+            // wake-up and its half of the CPU time).
+            let hop = c.overhead_s / if self.has_network() { 2.0 } else { 1.0 } + c.wake_s;
+            return evaluate_calibrated(topology, p, bytes, hop, enter).ok();
         }
-        // The simulator charges its overhead at the sender and again at the receiver, and the
-        // ring's overhead is a whole hop's (a receive and a send): half of it each.
-        simulate_calibrated(topology, p, bytes, c.overhead_s / 2.0, enter).ok()
+        // The simulator charges its overhead at the sender and again at the receiver: half of
+        // a message's CPU time each.
+        let cpu = crate::estimate::calibrate::CpuCosts {
+            overhead_s: c.overhead_s / 2.0,
+            wake_s: c.wake_s,
+            pools: c.cpu_pools.clone(),
+        };
+        simulate_calibrated(topology, p, bytes, &cpu, enter).ok()
     }
 
     /// The calibrated topology with each token-bucketed link at its rate for calls of `p`
@@ -603,7 +618,7 @@ impl Planner {
                 self.times_over(c, &topologies, &p, bytes, None, library_route)
             })
             .map_or((None, None), |(t, ends)| (Some(t), ends));
-        let mut out = if self.nranks > 512 {
+        let mut out = if self.nranks > super::config::SIMULATED_RANKS_MAX {
             let d = crate::estimate::evaluate_deterministic(t, &p, bytes).ok()?;
             crate::profile::report::Predicted {
                 deterministic_s: d.completion_s,
@@ -688,33 +703,37 @@ fn bucket_link_name(t: &crate::topology::Topology, b: &crate::estimate::bucket::
 }
 
 /// The predictions' inputs from what the job measured: the topology with the host-mates' path
-/// on its host links, and the per-message overhead (the ring's when the job spans hosts, else
-/// the send burst's). `None` with `TREECAST_CALIBRATE=0`, without a topology, or when nothing
-/// was measured.
+/// on its host links, and the per-message costs (the ring's when the job spans hosts, else
+/// the send burst's overhead). `None` with `TREECAST_CALIBRATE=0`, without a topology, or when
+/// nothing was measured.
 fn calibrated(
     topology: Option<&std::sync::Arc<crate::topology::Topology>>,
     enabled: bool,
-    ring_overhead_s: Option<f64>,
+    ring: Option<super::discovery::MessageCosts>,
     measured: Option<crate::estimate::calibrate::Calibration>,
     buckets: Vec<crate::estimate::bucket::LinkBucket>,
 ) -> Option<Calibrated> {
     let t = topology.filter(|_| enabled)?;
-    if measured.is_none() && ring_overhead_s.is_none() && buckets.is_empty() {
+    if measured.is_none() && ring.is_none() && buckets.is_empty() {
         return None;
     }
     let topology = match measured.as_ref().and_then(|m| m.host_path) {
         Some(p) => std::sync::Arc::new(crate::estimate::calibrate::with_host_links(t, p)),
         None => t.clone(),
     };
-    let overhead_s = ring_overhead_s
+    let overhead_s = ring
+        .map(|r| r.cpu_s)
         .or(measured.as_ref().map(|m| m.overhead_s))
         .unwrap_or(0.0);
+    let wake_s = ring.map_or(0.0, |r| r.wake_s);
     let (send_curve, library_timing) = measured.map_or((None, Vec::new()), |m| (m.send_curve, m.library_timing));
     let released =
         crate::estimate::release::ReleaseSizes::new(library_timing.iter().map(|t| (t.bytes, t.release)).collect());
     Some(Calibrated {
         topology,
         overhead_s,
+        wake_s,
+        cpu_pools: None,
         send_curve,
         buckets,
         library_timing,

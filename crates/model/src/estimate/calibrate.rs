@@ -148,9 +148,20 @@ pub fn evaluate_calibrated(
     Ok(CalibratedTimes::from_deliveries(&dag, &done, rank_done))
 }
 
+/// What calibrated simulations charge the ranks' CPUs ([`simulate_calibrated`]).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct CpuCosts {
+    /// Per message, at its sender and again at its receiver (`sim::SimOptions::send_overhead_s`).
+    pub overhead_s: f64,
+    /// Before an idle rank takes a message in (`sim::SimOptions::wake_s`).
+    pub wake_s: f64,
+    /// Ranks that share CPUs (`sim::SimOptions::cpu_pools`).
+    pub pools: Option<crate::sim::CpuPools>,
+}
+
 /// `plan`'s times for `bytes` on `topo` from the flow simulator ([`crate::sim::simulate_plan`]):
-/// links shared max-min fairly between the transfers crossing them, `overhead_s` per message at
-/// sender and receiver, rendezvous above [`RENDEZVOUS_BYTES`](crate::plan::pipeline::RENDEZVOUS_BYTES)
+/// links shared max-min fairly between the transfers crossing them, the CPU's costs per message
+/// ([`CpuCosts`]), rendezvous above [`RENDEZVOUS_BYTES`](crate::plan::pipeline::RENDEZVOUS_BYTES)
 /// (the options the planner ranks plans with). Unlike [`evaluate_calibrated`] it sees a pipeline's
 /// segments queue on a link, so it is the one for long messages. A rank leaves the call when
 /// its data is in and the last byte of its own sends has left.
@@ -158,11 +169,13 @@ pub fn simulate_calibrated(
     topo: &Topology,
     plan: &Plan,
     bytes: u64,
-    overhead_s: f64,
+    cpu: &CpuCosts,
     enter: Option<&[f64]>,
 ) -> Result<CalibratedTimes, crate::sim::SimError> {
     let opts = crate::sim::SimOptions {
-        send_overhead_s: overhead_s,
+        send_overhead_s: cpu.overhead_s,
+        wake_s: cpu.wake_s,
+        cpu_pools: cpu.pools.clone(),
         rendezvous_bytes: Some(crate::plan::pipeline::RENDEZVOUS_BYTES as f64),
         record: true,
         enter_s: enter.map(<[f64]>::to_vec),
@@ -309,7 +322,7 @@ mod tests {
                 bandwidth_bps: 1e9,
             },
         );
-        let s = simulate_calibrated(&two, &pair, bytes, 0.0, None).unwrap();
+        let s = simulate_calibrated(&two, &pair, bytes, &CpuCosts::default(), None).unwrap();
         let e = evaluate_calibrated(&two, &pair, bytes, 0.0, None).unwrap();
         assert!((s.rank_arrival_s[1] - e.rank_arrival_s[1]).abs() < 1e-9, "{s:?} {e:?}");
         // A pipelined chain's segments queue on each link in the simulator: 8 segments of a
@@ -317,7 +330,7 @@ mod tests {
         // streams them all at once.
         let chain = Plan::from_tree(0, &trees::rank_chain(4, 0), 8, "chain");
         let big = 1_000_000u64;
-        let s = simulate_calibrated(&t, &chain, big, 0.0, None).unwrap();
+        let s = simulate_calibrated(&t, &chain, big, &CpuCosts::default(), None).unwrap();
         assert!(s.rank_arrival_s[1] >= big as f64 / 1e9, "{s:?}");
         let e = evaluate_calibrated(&t, &chain, big, 0.0, None).unwrap();
         assert!(e.rank_arrival_s[1] < 0.5 * big as f64 / 1e9, "{e:?}");

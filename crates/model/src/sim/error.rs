@@ -40,6 +40,8 @@ pub enum SimError {
     InvalidSendPeer { rank: usize, peer: u32 },
     /// Entry times that are not one finite, non-negative time per rank.
     BadEntries { ranks: usize },
+    /// CPU pools that do not give each of `ranks` ranks a pool (or none), or a pool no CPU.
+    BadCpuPools { ranks: usize },
 }
 
 impl fmt::Display for SimError {
@@ -82,6 +84,10 @@ impl fmt::Display for SimError {
                     "entry times must be {ranks} finite, non-negative seconds, one per rank"
                 )
             }
+            SimError::BadCpuPools { ranks } => write!(
+                f,
+                "CPU pools must name a pool (or none) for each of {ranks} ranks, and every pool needs a CPU"
+            ),
         }
     }
 }

@@ -79,6 +79,20 @@ pub struct SimOptions {
     /// message the moment it lands, which favours wide fan-outs and long chains of small
     /// messages that no MPI library delivers; 0 is the pure flow model.
     pub send_overhead_s: f64,
+    /// Time a rank that is idle when a message lands on it takes to get a CPU and start on it
+    /// (seconds): paid before the receive overhead, only when the rank's CPU has had nothing
+    /// to do since its previous work (or its entry). Why apart from `send_overhead_s`: where
+    /// ranks wait by yielding the CPU to others (oversubscribed or emulated hosts), a relay
+    /// that was asleep pays tens of microseconds to be scheduled, but the segments of a
+    /// pipeline that reach a busy relay do not; charged to every message, it made pipelines
+    /// look up to 85% slower than they ran. 0: no such delay.
+    pub wake_s: f64,
+    /// Ranks that share CPUs: the per-message work (`send_overhead_s`) of ranks in one pool is
+    /// served by the pool's CPUs, each doing one thing at a time. Why: hosts emulated on one
+    /// machine, or more ranks than cores, run their messages' CPU time on the same few cores,
+    /// so a pipeline there is as fast as the cores' total work allows, not each relay's.
+    /// `None`: every rank has a CPU of its own.
+    pub cpu_pools: Option<CpuPools>,
     /// Messages longer than this many bytes are sent by rendezvous: their data leaves after a
     /// handshake (see `run_plan`). `None`: every message leaves at once.
     pub rendezvous_bytes: Option<f64>,
@@ -87,6 +101,15 @@ pub struct SimOptions {
     /// an eager message may arrive earlier and is taken in on entry. `None`: every rank enters
     /// at 0. Profiles predict a call from the entries its ranks actually made with this.
     pub enter_s: Option<Vec<f64>>,
+}
+
+/// Which ranks share CPUs ([`SimOptions::cpu_pools`]).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct CpuPools {
+    /// Per plan rank: its pool, or `None` for a rank with a CPU of its own.
+    pub pool_of: Vec<Option<u32>>,
+    /// Per pool: how many CPUs its ranks share (at least 1).
+    pub cpus: Vec<u32>,
 }
 
 /// One point-to-point transfer of a simulated run.

@@ -13,6 +13,14 @@
 //! send waits until the CPU is free (a timer wakes the rank), and a delivered message is usable
 //! `o` after both its arrival and the end of the CPU's previous work.
 //!
+//! With a wake-up time ([`SimOptions::wake_s`]) a message that lands on an idle rank (its CPU
+//! free since before the arrival) is usable `wake + o` after it arrived; one that lands while
+//! the rank is still busy waits only for the CPU, so a pipeline's later segments do not pay it.
+//!
+//! With CPU pools ([`SimOptions::cpu_pools`]) the ranks of a pool do that work on the pool's
+//! CPUs: a piece of work starts once the rank's previous work is done and one of the CPUs is
+//! free (the one free soonest; work is booked in the order it becomes ready).
+//!
 //! With a rendezvous threshold ([`SimOptions::rendezvous_bytes`]) a longer message's data
 //! leaves only after a request-to-send / clear-to-send handshake: twice its path's latency plus
 //! twice the per-message overhead after the send was issued (MPI libraries send long messages
@@ -45,18 +53,27 @@ struct Run<'a> {
     /// Send overhead (s) and, per rank, when its next send may be issued and whether a timer
     /// for that is pending.
     overhead: f64,
+    /// Wake-up time of an idle rank, and whether ranks' CPU time is tracked at all (an
+    /// overhead, a wake-up time or entry times).
+    wake: f64,
+    cpu: bool,
     next_free: Vec<f64>,
+    /// Per rank its CPU pool, if it shares CPUs; per pool, when each of its CPUs is free.
+    pool_of: Vec<Option<u32>>,
+    pool_free: Vec<Vec<f64>>,
+    /// Per rank, when its latest wake-up ends (messages landing before then share it).
+    awake_at: Vec<f64>,
     waiting: Vec<bool>,
     /// With an overhead and recording: (first byte left, last byte left) of each delivered
     /// message, kept until its receive overhead ends.
     arrived: Vec<(f64, f64)>,
     /// Messages longer than this (bytes) go by rendezvous.
     rendezvous: f64,
-    /// Per rank, when it enters the call (all 0 unless [`SimOptions::enter_s`]), and whether
-    /// any entry is later than 0: a delivery is then taken in through the receive timer even
-    /// without an overhead, so a message that arrives early waits for its receiver.
+    /// Per rank, when it enters the call (all 0 unless [`SimOptions::enter_s`]). When any
+    /// entry is later than 0, CPU time is tracked (`cpu`) even without an overhead: a delivery
+    /// is then taken in through the receive timer, so a message that arrives early waits for
+    /// its receiver.
     enter: Vec<f64>,
-    gated: bool,
 }
 
 /// Engine tags at or above this are timers; the low bits name the rank.
@@ -67,8 +84,47 @@ const RECEIVED: u64 = 1 << 62;
 /// Engine tags with this bit mark the end of a rendezvous handshake: the send (low bits) may
 /// put its data on the wire.
 const DEFERRED: u64 = 1 << 61;
+/// Engine tags with this bit mark a receiver awake after its wake-up: it takes in the message
+/// of the send in the low bits.
+const WOKEN: u64 = 1 << 60;
 
 impl Run<'_> {
+    /// When work of rank `r` that is ready at `ready` can start: after the rank's previous
+    /// work and, in a pool, once one of the pool's CPUs is free.
+    fn cpu_start(&self, r: usize, ready: f64) -> f64 {
+        let own = ready.max(self.next_free[r]);
+        match self.pool_of[r] {
+            Some(p) => own.max(self.pool_free[p as usize].iter().copied().fold(f64::INFINITY, f64::min)),
+            None => own,
+        }
+    }
+
+    /// Book rank `r`'s CPU from `start` (from [`Self::cpu_start`]) for `busy` seconds: in a
+    /// pool, the CPU that became free last by `start`, which leaves the smallest idle gap.
+    fn book(&mut self, r: usize, start: f64, busy: f64) {
+        self.next_free[r] = start + busy;
+        if let Some(p) = self.pool_of[r] {
+            let cpus = &mut self.pool_free[p as usize];
+            let fit = cpus.iter_mut().filter(|c| **c <= start).max_by(|a, b| a.total_cmp(b));
+            if let Some(c) = fit {
+                *c = start + busy;
+            }
+        }
+    }
+
+    /// Receiver of flat send `f`, awake at `now`, takes its message in: `o` on its CPU, then
+    /// the message is usable (a `RECEIVED` timer).
+    fn take_in(&mut self, sim: &mut FlowSim, f: usize, now: f64) {
+        let src = self.flat.owner[f] as usize;
+        let Op::Send { peer, .. } = self.plan.ops[src][f - self.flat.base[src]] else {
+            unreachable!("only sends become flows")
+        };
+        let p = peer as usize;
+        let start = self.cpu_start(p, now);
+        self.book(p, start, self.overhead);
+        sim.timer(start + self.overhead, RECEIVED | f as u64);
+    }
+
     fn has_all(&self, r: usize, start: u32, end: u32) -> bool {
         let row = &self.have[r * self.words..(r + 1) * self.words];
         (start..end).all(|s| row[(s / 64) as usize] >> (s % 64) & 1 == 1)
@@ -100,16 +156,17 @@ impl Run<'_> {
                     if (self.blocking && self.active[r] > 0) || !self.has_all(r, segs.start, segs.end) {
                         return;
                     }
-                    if self.overhead > 0.0 || self.gated {
+                    if self.cpu {
                         let now = sim.now();
-                        if now < self.next_free[r] * (1.0 - 1e-12) {
+                        let start = self.cpu_start(r, now);
+                        if now < start * (1.0 - 1e-12) {
                             if !self.waiting[r] {
                                 self.waiting[r] = true;
-                                sim.timer(self.next_free[r], TIMER | r as u64);
+                                sim.timer(start, TIMER | r as u64);
                             }
                             return;
                         }
-                        self.next_free[r] = now + self.overhead;
+                        self.book(r, now, self.overhead);
                     }
                     let f = self.flat.base[r] + self.cursor[r];
                     let (lo, hi) = range_bounds(self.bytes, self.plan.nsegs, segs);
@@ -171,6 +228,23 @@ pub(crate) fn run(topo: &Topology, plan: &Plan, bytes: u64, opts: &SimOptions) -
         None => vec![0.0; n],
     };
     let gated = enter.iter().any(|&t| t > 0.0);
+    let (pool_of, pool_free) = match &opts.cpu_pools {
+        None => (vec![None; n], Vec::new()),
+        Some(p) => {
+            let named = p
+                .pool_of
+                .iter()
+                .flatten()
+                .all(|&q| p.cpus.get(q as usize).is_some_and(|&c| c > 0));
+            if p.pool_of.len() != n || !named {
+                return Err(SimError::BadCpuPools { ranks: n });
+            }
+            (
+                p.pool_of.clone(),
+                p.cpus.iter().map(|&c| vec![0.0; c as usize]).collect(),
+            )
+        }
+    };
     let mut done = vec![f64::NAN; n];
     done[root] = enter[root];
     let mut run = Run {
@@ -188,16 +262,20 @@ pub(crate) fn run(topo: &Topology, plan: &Plan, bytes: u64, opts: &SimOptions) -
         flat: &flat,
         issued: if opts.record { vec![0.0; total] } else { Vec::new() },
         overhead: opts.send_overhead_s.max(0.0),
+        wake: opts.wake_s.max(0.0),
+        cpu: opts.send_overhead_s > 0.0 || opts.wake_s > 0.0 || gated,
         next_free: enter.clone(),
+        pool_of,
+        pool_free,
+        awake_at: vec![f64::NEG_INFINITY; n],
         waiting: vec![false; n],
-        arrived: if opts.record && (opts.send_overhead_s > 0.0 || gated) {
+        arrived: if opts.record && (opts.send_overhead_s > 0.0 || opts.wake_s > 0.0 || gated) {
             vec![(0.0, 0.0); total]
         } else {
             Vec::new()
         },
         rendezvous: opts.rendezvous_bytes.unwrap_or(f64::INFINITY),
         enter,
-        gated,
     };
     let mut sim = FlowSim::new(topo);
     sim.set_audit(opts.audit);
@@ -219,6 +297,11 @@ pub(crate) fn run(topo: &Topology, plan: &Plan, bytes: u64, opts: &SimOptions) -
                 run.start(&mut sim, (d.tag & !DEFERRED) as usize);
                 continue;
             }
+            if d.tag & WOKEN != 0 {
+                let f = (d.tag & !WOKEN) as usize;
+                run.take_in(&mut sim, f, d.time);
+                continue;
+            }
             let received = d.tag & RECEIVED != 0;
             let f = (d.tag & !RECEIVED) as usize;
             let src = flat.owner[f] as usize;
@@ -226,11 +309,24 @@ pub(crate) fn run(topo: &Topology, plan: &Plan, bytes: u64, opts: &SimOptions) -
                 unreachable!("only sends become flows")
             };
             let p = peer as usize;
-            if (run.overhead > 0.0 || run.gated) && !received {
-                // The data is here; the receiver's CPU takes `o` once it is free.
-                let at = d.time.max(run.next_free[p]) + run.overhead;
-                run.next_free[p] = at;
-                sim.timer(at, RECEIVED | f as u64);
+            if run.cpu && !received {
+                // The data is here; the receiver's CPU takes `o` once it is free, after waking
+                // up if it had nothing to do (messages that land while it wakes wait for the
+                // same wake-up). The CPU is booked only once the rank is awake, so a pool's
+                // CPUs serve others meanwhile.
+                let ready = if d.time > run.next_free[p] && run.wake > 0.0 {
+                    if run.awake_at[p] <= d.time {
+                        run.awake_at[p] = d.time + run.wake;
+                    }
+                    run.awake_at[p]
+                } else {
+                    d.time
+                };
+                if ready > d.time {
+                    sim.timer(ready, WOKEN | f as u64);
+                } else {
+                    run.take_in(&mut sim, f, d.time);
+                }
                 run.active[src] -= 1;
                 if opts.record {
                     run.arrived[f] = (d.start, d.src_done);

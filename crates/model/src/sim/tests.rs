@@ -615,6 +615,109 @@ fn message_overhead_adds_up_along_a_chain() {
     assert!((r.rank_done_s[2] - 8e-6).abs() < 1e-12, "{:?}", r.rank_done_s);
 }
 
+/// Wake-up by hand: chain 0 -> 1 -> 2 on a star of zero-latency, very fast links, overhead
+/// 4 us, wake-up 10 us. One 1-byte message: each relay is idle when it lands, so rank 1 has
+/// it at 0 + 10 + 4 = 14 and rank 2 at 14 + 10 + 4 = 28. Two segments: the root sends them
+/// at 0 and 4; segment 1 lands on rank 1 while it is still busy with segment 0 (until 14), so
+/// it is usable at 18 with no wake-up. Rank 1 then sends segment 0 at 18 and segment 1 at 22
+/// (its CPU does one thing at a time); rank 2 wakes for segment 0 (18 + 10 + 4 = 32) and is
+/// busy when segment 1 lands at 22, so it has both at 36.
+#[test]
+fn only_idle_ranks_pay_the_wake_up() {
+    let t = star(&[(0.0, 1e15); 3]);
+    let chain = trees::rank_chain(3, 0);
+    let opts = SimOptions {
+        send_overhead_s: 4e-6,
+        wake_s: 10e-6,
+        record: true,
+        ..SimOptions::default()
+    };
+    let close = |a: f64, b: f64| (a - b).abs() < 1e-12;
+    let one = simulate_plan(&t, &Plan::from_tree(0, &chain, 1, "chain"), 1, &opts).unwrap();
+    assert!(
+        close(one.rank_done_s[1], 14e-6) && close(one.rank_done_s[2], 28e-6),
+        "{:?}",
+        one.rank_done_s
+    );
+    let two = simulate_plan(&t, &Plan::from_tree(0, &chain, 2, "pipeline"), 2, &opts).unwrap();
+    assert!(
+        close(two.rank_done_s[1], 18e-6) && close(two.rank_done_s[2], 36e-6),
+        "{:?}",
+        two.rank_done_s
+    );
+    // Each relay wakes once, for its first segment: two wake-ups later than without them.
+    let no_wake = SimOptions { wake_s: 0.0, ..opts };
+    let base = simulate_plan(&t, &Plan::from_tree(0, &chain, 2, "pipeline"), 2, &no_wake).unwrap();
+    assert!(
+        close(two.rank_done_s[2] - base.rank_done_s[2], 2.0 * 10e-6),
+        "{:?} {:?}",
+        base.rank_done_s,
+        two.rank_done_s
+    );
+}
+
+/// CPU pools by hand: chain 0 -> 1 -> 2 on a star of zero-latency, very fast links, 1 byte,
+/// overhead 4 us, all three ranks in one pool. With one CPU the root's send holds it until
+/// 4, so rank 1 takes the message in from 4 to 8, sends at 8 (CPU busy until 12), and rank 2
+/// takes it in from 12 to 16. With two CPUs rank 1 uses the other one at once: 4 and 8, as
+/// without a pool. A pool list of the wrong length, or a pool without CPUs, is an error.
+#[test]
+fn ranks_in_a_pool_share_its_cpus() {
+    let t = star(&[(0.0, 1e15); 3]);
+    let plan = Plan::from_tree(0, &trees::rank_chain(3, 0), 1, "chain");
+    let run = |pool_of: Vec<Option<u32>>, cpus: Vec<u32>| {
+        let opts = SimOptions {
+            send_overhead_s: 4e-6,
+            cpu_pools: Some(CpuPools { pool_of, cpus }),
+            ..SimOptions::default()
+        };
+        simulate_plan(&t, &plan, 1, &opts)
+    };
+    let close = |a: &[f64], b: [f64; 2]| (a[1] - b[0]).abs() < 1e-12 && (a[2] - b[1]).abs() < 1e-12;
+    let one = run(vec![Some(0); 3], vec![1]).unwrap();
+    assert!(close(&one.rank_done_s, [8e-6, 16e-6]), "{:?}", one.rank_done_s);
+    let two = run(vec![Some(0); 3], vec![2]).unwrap();
+    assert!(close(&two.rank_done_s, [4e-6, 8e-6]), "{:?}", two.rank_done_s);
+    // Rank 2 with a CPU of its own: only ranks 0 and 1 queue on the single CPU.
+    let own = run(vec![Some(0), Some(0), None], vec![1]).unwrap();
+    assert!(close(&own.rank_done_s, [8e-6, 12e-6]), "{:?}", own.rank_done_s);
+    for (pool_of, cpus) in [
+        (vec![Some(0); 2], vec![1]),
+        (vec![Some(0); 3], vec![0]),
+        (vec![Some(1); 3], vec![1]),
+    ] {
+        let e = run(pool_of, cpus).unwrap_err();
+        assert!(matches!(e, SimError::BadCpuPools { ranks: 3 }), "{e}");
+    }
+}
+
+/// A wake-up does not hold a pool's CPU: root 0 sends to 1 and then 2 (flat tree, zero-latency
+/// fast links, 1 byte), overhead 4 us, wake-up 10 us, all three ranks on one CPU. The root's
+/// sends use the CPU at 0-4 and 4-8; rank 1 wakes until 10 and takes its message in at 10-14,
+/// rank 2 (landed at 4, awake at 14) at 14-18. Had rank 1 booked the CPU when its message
+/// landed, the CPU would have idled through its wake-up and the root's second send waited.
+#[test]
+fn a_waking_rank_leaves_the_pool_to_others() {
+    let t = star(&[(0.0, 1e15); 3]);
+    let plan = Plan::from_tree(0, &trees::flat(3, 0), 1, "flat");
+    let opts = SimOptions {
+        send_overhead_s: 4e-6,
+        wake_s: 10e-6,
+        cpu_pools: Some(CpuPools {
+            pool_of: vec![Some(0); 3],
+            cpus: vec![1],
+        }),
+        ..SimOptions::default()
+    };
+    let r = simulate_plan(&t, &plan, 1, &opts).unwrap();
+    let close = |a: f64, b: f64| (a - b).abs() < 1e-12;
+    assert!(
+        close(r.rank_done_s[1], 14e-6) && close(r.rank_done_s[2], 18e-6),
+        "{:?}",
+        r.rank_done_s
+    );
+}
+
 /// Entry times by hand: chain 0 -> 1 -> 2 on a star of 1 us links at 1 GB/s, 1000 bytes, no
 /// overhead, rendezvous above 10 KB. Rank 1 enters at 10 us: the root's message (there at
 /// 3 us) is taken in at 10 us and forwarded then; rank 2 has it at 13 us. Rank 2 entering at
