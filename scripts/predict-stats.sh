@@ -17,7 +17,9 @@
 # per host, `--mca mpi_yield_when_idle 1` as the demo runs) for the jobs and tears it down after.
 # --calls C: calls per size (predict_bench's argument, default 200).
 # --keep DIR: keep each job's output (job-K.txt), log (job-K.err) and profile (job-K.json, for
-# `treecast report`) in DIR.
+# `treecast report`) in DIR; on the emulated cluster also its start-up probe measurements
+# (job-K.probe.json, TREECAST_PROBE_DUMP), so a job that inferred a wrong tree can be replayed
+# with `treecast infer --replay`.
 #
 # Builds what it runs (cargo build --release --example predict_bench). Timings on a shared
 # machine: run nothing else meanwhile. Exit code 0 when every job ran (whatever it measured).
@@ -65,6 +67,7 @@ launch() {
   local env=()
   if [ -n "$keep" ]; then
     if [ "$mpich" = 1 ]; then env=(-genv TREECAST_PROFILE "$out/job-$1.json"); else env=(-x "TREECAST_PROFILE=$out/job-$1.json"); fi
+    [ -z "$shape" ] || env+=(-x "TREECAST_PROBE_DUMP=$out/job-$1.probe.json")
   fi
   if [ -n "$shape" ]; then
     "${emu[@]}" mpirun --mca mpi_yield_when_idle 1 "${env[@]}" "$bench" "$calls"
