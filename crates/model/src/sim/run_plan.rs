@@ -18,8 +18,9 @@
 //! the rank is still busy waits only for the CPU, so a pipeline's later segments do not pay it.
 //!
 //! With CPU pools ([`SimOptions::cpu_pools`]) the ranks of a pool do that work on the pool's
-//! CPUs: a piece of work starts once the rank's previous work is done and one of the CPUs is
-//! free (the one free soonest; work is booked in the order it becomes ready).
+//! CPUs: a piece of work is booked when it becomes ready (a woken rank's only once it is
+//! awake), starts once the rank's previous work is done and one of the CPUs is free, and takes
+//! the CPU that leaves the smallest idle gap.
 //!
 //! With a rendezvous threshold ([`SimOptions::rendezvous_bytes`]) a longer message's data
 //! leaves only after a request-to-send / clear-to-send handshake: twice its path's latency plus
