@@ -184,7 +184,8 @@ pub unsafe fn acquire(comm: MPI_Comm, rank: u32, size: u32, cfg: &Config) -> Res
     let hosts = discover_hosts(comm, rank, size, cfg)?;
     if hosts.count() == 1 {
         let t = single_host(&hosts.names[0], size);
-        let (calibration, buckets, cpu_pools) = calibrate(comm, rank, &hosts, cfg, Some(&t))?;
+        let calibrating = calibration_wanted(comm, rank, cfg)?;
+        let (calibration, buckets, cpu_pools) = calibrate(comm, rank, &hosts, calibrating, Some(&t))?;
         return Ok(Acquired {
             topology: Some(Arc::new(t)),
             source: Source::SingleHost,
@@ -264,21 +265,26 @@ pub unsafe fn acquire(comm: MPI_Comm, rank: u32, size: u32, cfg: &Config) -> Res
         Ok(t) => t,
         Err(e) => return Ok(unavailable(e.to_string())),
     };
-    let ring = super::mpi_prober::ring(comm, rank, &hosts)?;
+    // The ring's train and kernels serve only calibrated predictions: skipped otherwise.
+    let calibrating = calibration_wanted(comm, rank, cfg)?;
+    let ring = super::mpi_prober::ring(comm, rank, &hosts, calibrating)?;
     // [planning overhead, predictions' CPU time per message, predictions' wake-up]
     let mut costs = [0.0f64; 3];
     if let (Some(r), 0) = (&ring, rank) {
         let o = message_overhead(&t, r.hop_s, &r.members);
-        let m = MessageCosts::from_ring(o, r);
-        costs = [o, m.cpu_s, m.wake_s];
+        costs[0] = o;
+        if calibrating {
+            let m = MessageCosts::from_ring(o, r);
+            costs[1..].copy_from_slice(&[m.cpu_s, m.wake_s]);
+        }
     }
     raw::bcast(&mut costs, 0, comm)?;
-    let (calibration, buckets, cpu_pools) = calibrate(comm, rank, &hosts, cfg, Some(&t))?;
+    let (calibration, buckets, cpu_pools) = calibrate(comm, rank, &hosts, calibrating, Some(&t))?;
     Ok(Acquired {
         topology: Some(Arc::new(t)),
         source,
         message_overhead_s: Some(costs[0]),
-        message_costs: Some(MessageCosts {
+        message_costs: calibrating.then_some(MessageCosts {
             cpu_s: costs[1],
             wake_s: costs[2],
         }),
@@ -289,15 +295,13 @@ pub unsafe fn acquire(comm: MPI_Comm, rank: u32, size: u32, cfg: &Config) -> Res
 }
 
 /// Collective: the set-up calibration of predictions ([`super::calibrate`] between host-mates,
-/// [`super::burst`] on the tree's slow links) when rank 0 has profiling configured (only
-/// profiles use predictions) and not `TREECAST_CALIBRATE=0`. Rank 0 decides and broadcasts
-/// it, so ranks whose environments differ still agree (a rank skipping the measurement while
-/// the others wait in it would hang the job).
+/// [`super::burst`] on the tree's slow links, the CPU pools) when `calibrating` (from
+/// [`calibration_wanted`], the same on every rank).
 unsafe fn calibrate(
     comm: MPI_Comm,
     rank: u32,
     hosts: &Hosts,
-    cfg: &Config,
+    calibrating: bool,
     topology: Option<&Topology>,
 ) -> Result<(
     Option<crate::estimate::calibrate::Calibration>,
@@ -306,13 +310,8 @@ unsafe fn calibrate(
 )> {
     let mates = super::calibrate::host_mates(hosts).is_some();
     let slow_links = topology.is_some_and(|t| !probe_pairs(t, 1).is_empty());
-    if !mates && !slow_links {
+    if !calibrating || (!mates && !slow_links) {
         return Ok((None, Vec::new(), None)); // nothing to measure: the same on every rank
-    }
-    let mut flag: c_int = (rank == 0 && cfg.calibrate && cfg.profile_path.is_some()) as c_int;
-    raw::bcast(std::slice::from_mut(&mut flag), 0, comm)?;
-    if flag == 0 {
-        return Ok((None, Vec::new(), None));
     }
     let shared = super::setup_cache::Shared::new(comm)?;
     let calibration = super::calibrate::measure(comm, rank, hosts, &shared)?;
@@ -325,6 +324,16 @@ unsafe fn calibrate(
         _ => None,
     };
     Ok((calibration, buckets, pools))
+}
+
+/// Collective: whether set-up calibrates predictions: when rank 0 has profiling configured
+/// (only profiles use predictions) and not `TREECAST_CALIBRATE=0`. Rank 0 decides and
+/// broadcasts it, so ranks whose environments differ still agree (a rank skipping a
+/// measurement while the others wait in it would hang the job).
+fn calibration_wanted(comm: MPI_Comm, rank: u32, cfg: &Config) -> Result<bool> {
+    let mut flag: c_int = (rank == 0 && cfg.calibrate && cfg.profile_path.is_some()) as c_int;
+    raw::bcast(std::slice::from_mut(&mut flag), 0, comm)?;
+    Ok(flag != 0)
 }
 
 fn comm_size(comm: MPI_Comm) -> Result<u32> {
@@ -379,8 +388,8 @@ pub struct Acquired {
     /// Per-message overhead for planning (seconds), measured by the token ring between hosts;
     /// `None` on one host or without a topology.
     pub message_overhead_s: Option<f64>,
-    /// What predictions charge a message between hosts, from the same ring (`None` where
-    /// `message_overhead_s` is).
+    /// What predictions charge a message between hosts, from the same ring and its train
+    /// (`None` where `message_overhead_s` is, or when predictions are not calibrated).
     pub message_costs: Option<MessageCosts>,
     /// What two host-mates measured at set-up (`None` when no two ranks share a host, without a
     /// topology, or with `TREECAST_CALIBRATE=0`): for predictions only, never for planning.

@@ -898,13 +898,21 @@ pub struct Ring {
 /// planner should charge (`PlanOptions::message_overhead_s`). A pipeline's later segments reach
 /// relays that are still awake, which the lone token never does; the train measures them.
 /// `comm` is our duplicate communicator; every rank calls this collectively.
-pub fn ring(comm: MPI_Comm, rank: u32, hosts: &Hosts) -> Result<Option<Ring>> {
+///
+/// `train` (the same on every rank): also run the train and collect the members' kernels,
+/// which only calibrated predictions use; without it the step reads 0 and the members one
+/// per CPU.
+pub fn ring(comm: MPI_Comm, rank: u32, hosts: &Hosts, train: bool) -> Result<Option<Ring>> {
     let k = hosts.count().min(RING_HOSTS);
     let members: Vec<u32> = hosts.leaders[..k].to_vec();
     let mut out = None;
     if let (true, Some(i)) = (k >= 2, members.iter().position(|&l| l == rank)) {
         let (next, prev) = (members[(i + 1) % k] as c_int, members[(i + k - 1) % k] as c_int);
-        let kernels = ring_kernels(comm, i, &members)?;
+        let kernels = if train {
+            ring_kernels(comm, i, &members)?
+        } else {
+            Vec::new()
+        };
         let mut buf = [0u8; 8];
         let mut laps = Vec::with_capacity(RING_LAPS);
         for lap in 0..RING_WARMUP + RING_LAPS {
@@ -920,12 +928,20 @@ pub fn ring(comm: MPI_Comm, rank: u32, hosts: &Hosts) -> Result<Option<Ring>> {
                 send(comm, next, &buf, 8, TAG_RING)?;
             }
         }
-        let trains = train_laps(comm, i == 0, next, prev)?;
+        let mut trains = if train {
+            train_laps(comm, i == 0, next, prev)?
+        } else {
+            Vec::new()
+        };
         if i == 0 {
-            let (lap, train) = (median(&mut laps), median(&mut trains.clone()));
+            let lap = median(&mut laps);
+            let step = match trains.is_empty() {
+                true => 0.0,
+                false => ((median(&mut trains) - lap) / (TRAIN_TOKENS - 1) as f64).max(0.0),
+            };
             out = Some(Ring {
                 hop_s: lap / k as f64,
-                train_step_s: ((train - lap) / (TRAIN_TOKENS - 1) as f64).max(0.0),
+                train_step_s: step,
                 members_per_cpu: members_per_cpu(&kernels),
                 members: members.clone(),
             });
