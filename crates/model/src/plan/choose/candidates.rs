@@ -11,7 +11,14 @@
 //! * for messages of at least two minimum segments, segmented plans: the depth-first chain, the
 //!   two-tree over hosts (chain or two-tree inside hosts), the pipelined hierarchical tree and
 //!   k chains, each at a few segment counts around [`segment_count`]'s choice
-//!   ([`segment_counts`]), of which the best analytic estimate ([`Estimator`]) is kept.
+//!   ([`segment_counts`]): the count with the best analytic estimate ([`Estimator`]), and the
+//!   counts next to it as its variants, which the simulator judges beside it when it runs.
+//!
+//! Why the variants: the analytic estimate picks a family's count, but the simulator picks
+//! between families. On the emulated 3x3 cluster's probed tree (16 KiB, 40-70 us per message)
+//! the simulator put `hier-pipeline` at 2 segments 5-25% ahead of 4, while the estimate
+//! chose 4 below about 45 us; in jobs, 2 segments ran a median of 367 us and 4 about 480 us
+//! (40 jobs, 2026-11-28).
 //!
 //! An algorithm asked for by name yields only its own candidate. The MPI libraries' baselines
 //! are not candidates here: [`super::rank`] ranks them after our own, and only with the
@@ -48,6 +55,10 @@ pub(super) struct Candidate {
     pub(super) estimate: Option<f64>,
     /// The schedule's own time under the [Hourai2004] model (optimal and greedy schedules).
     pub(super) model_time: Option<f64>,
+    /// For a segmented family at a count next to its best estimate's: the index of the
+    /// candidate with that best estimate. Such a variant is simulated whenever that one is
+    /// ([`super::rank`]).
+    pub(super) variant_of: Option<usize>,
 }
 
 /// A candidate's plan, or the trees and segment count to build it from (built only when it is
@@ -104,6 +115,7 @@ pub(super) fn candidates(
         body: Body::Plan(Plan::from_tree(root, &children, 1, name)),
         estimate: None,
         model_time: None,
+        variant_of: None,
     };
     if algo == Algorithm::Optimal || auto && n <= AUTO_OPTIMAL_MAX_RANKS {
         let o = OptimalOptions {
@@ -118,6 +130,7 @@ pub(super) fn candidates(
             body: Body::Plan(timeline_to_plan(n as u32, &r.timeline, "optimal")),
             estimate: None,
             model_time: Some(r.timeline.makespan),
+            variant_of: None,
         });
     }
     if algo == Algorithm::Greedy || auto && n <= AUTO_GREEDY_MAX_RANKS {
@@ -127,6 +140,7 @@ pub(super) fn candidates(
             body: Body::Plan(timeline_to_plan(n as u32, &tl, "greedy")),
             estimate: None,
             model_time: Some(tl.makespan),
+            variant_of: None,
         });
     }
     // The relay hierarchy and the hierarchical tree are shared by several candidates.
@@ -153,6 +167,7 @@ pub(super) fn candidates(
             body: Body::Plan(plan),
             estimate: None,
             model_time: None,
+            variant_of: None,
         });
     }
     let segmentable = bytes >= 2 * MIN_SEGMENT_BYTES;
@@ -196,13 +211,24 @@ pub(super) fn candidates(
     for (family, trees_) in families {
         let est = Estimator::new(topo, root, &trees_, overhead);
         let counts = segment_counts(topo, root, &trees_, bytes, overhead, forced_segments);
-        let (e, s) = best_segment_count(&est, &counts, bytes);
-        cands.push(Candidate {
-            name: family.with_segments(s).to_string(),
-            body: Body::Trees(trees_, s),
-            estimate: Some(e),
-            model_time: None,
-        });
+        let estimates: Vec<f64> = counts.iter().map(|&s| est.at(s, bytes)).collect();
+        let best = best_index(&estimates);
+        let main = cands.len();
+        // The best count first (ties in the ranking go to it), then its neighbours.
+        let around = [
+            Some(best),
+            best.checked_sub(1),
+            Some(best + 1).filter(|&i| i < counts.len()),
+        ];
+        for (k, i) in around.into_iter().flatten().enumerate() {
+            cands.push(Candidate {
+                name: family.with_segments(counts[i]).to_string(),
+                body: Body::Trees(trees_.clone(), counts[i]),
+                estimate: Some(estimates[i]),
+                model_time: None,
+                variant_of: (k > 0).then_some(main),
+            });
+        }
     }
     if cands.is_empty() {
         return Err(PlanningError::NoCandidate {
@@ -212,17 +238,15 @@ pub(super) fn candidates(
     Ok((cands, search))
 }
 
-/// The count of `counts` with the best analytic estimate (the first of equals), and that
-/// estimate.
-fn best_segment_count(est: &Estimator, counts: &[u32], bytes: u64) -> (f64, u32) {
-    let mut best: Option<(f64, u32)> = None;
-    for &s in counts {
-        let e = est.at(s, bytes);
-        if best.is_none_or(|(b, _)| e < b) {
-            best = Some((e, s));
+/// Index of the smallest of `estimates` (not empty; the first of equals).
+fn best_index(estimates: &[f64]) -> usize {
+    let mut best = 0;
+    for (i, e) in estimates.iter().enumerate() {
+        if *e < estimates[best] {
+            best = i;
         }
     }
-    best.expect("at least one segment count")
+    best
 }
 
 /// The segment counts a pipelined family is tried at: `forced` if given, else a few counts

@@ -38,7 +38,7 @@ pub mod rank;
 
 pub use candidates::{segment_counts, AUTO_GREEDY_MAX_RANKS, AUTO_NODE_LIMIT, AUTO_OPTIMAL_MAX_RANKS};
 pub use predict::{planning_sim_options, PlanPredictor, Prediction, Predictor};
-pub use rank::{BASELINE_MARGIN, PREDICT_MESSAGE_LIMIT, SIMULATED_FAMILIES};
+pub use rank::{BASELINE_MARGIN, PREDICT_MESSAGE_LIMIT, SIMULATED_FAMILIES, VARIANT_MESSAGE_LIMIT};
 
 use super::cost::CostModel;
 use super::cost_replay::SegTransfer;
@@ -324,6 +324,90 @@ mod tests {
         }
         // Not an assertion: which baselines win depends on the model's parameters.
         eprintln!("baselines chosen in {baselines_won} cases");
+    }
+
+    /// The emulated 3x3 cluster as its start-up probe measured it (2026-11-28): 3 switches of 3
+    /// hosts below a top switch, 300 Mbit/s uplinks, about 10 Gbit/s host links, one rank per
+    /// host.
+    fn probed_3x3() -> Topology {
+        let mut v = vec![r#"{"id": "sw0", "kind": "switch"}"#.to_string()];
+        let mut l = Vec::new();
+        for s in 1..=3 {
+            v.push(format!(r#"{{"id": "sw{s}", "kind": "switch"}}"#));
+            l.push(format!(
+                r#"{{"a": "sw{s}", "b": "sw0", "latency_us": 2.2, "bandwidth_gbps": 0.3}}"#
+            ));
+            for h in 0..3 {
+                let r = (s - 1) * 3 + h;
+                v.push(format!(r#"{{"id": "h{r}", "kind": "node"}}"#));
+                v.push(format!(r#"{{"id": "r{r}", "kind": "rank", "rank": {r}}}"#));
+                l.push(format!(
+                    r#"{{"a": "h{r}", "b": "sw{s}", "latency_us": 4.4, "bandwidth_gbps": 10}}"#
+                ));
+                l.push(format!(
+                    r#"{{"a": "r{r}", "b": "h{r}", "latency_us": 0.3, "bandwidth_gbps": 64}}"#
+                ));
+            }
+        }
+        let json = format!(r#"{{"vertices": [{}], "links": [{}]}}"#, v.join(","), l.join(","));
+        crate::topology::json::from_str(&json, "3x3").unwrap()
+    }
+
+    /// A family's segment count is the simulator's choice among the counts next to its best
+    /// analytic estimate, not the estimate's alone: on the probed 3x3 cluster at 16 KiB and
+    /// 40 us per message, the estimate picked 4 segments for the pipelined hierarchical tree and
+    /// the simulator put 2 ahead (in jobs, 2 ran a median of 367 us and 4 about 480 us).
+    #[test]
+    fn segment_counts_next_to_the_estimates_are_simulated() {
+        let t = probed_3x3();
+        let bytes = 16 << 10;
+        let o = PlanOptions {
+            message_overhead_s: 40e-6,
+            ..PlanOptions::default()
+        };
+        let p = plan_detailed(&t, 0, bytes, &o).unwrap();
+        let sim = |segs: u32| {
+            let forced = PlanOptions {
+                algorithm: Algorithm::HierPipeline { segs: None },
+                segments: Some(segs),
+                ..o.clone()
+            };
+            plan_detailed(&t, 0, bytes, &forced)
+                .unwrap()
+                .plan
+                .info
+                .predicted_time_s
+                .unwrap()
+        };
+        let (two, four) = (sim(2), sim(4));
+        assert!(
+            two < four,
+            "the simulator's ranking changed: 2 segments {two}, 4 {four}"
+        );
+        // Both counts were simulated, and the choice is no slower than either.
+        for name in ["hier-pipeline:segs=2", "hier-pipeline:segs=4"] {
+            let e = p.evaluated.iter().find(|e| e.name == name).expect(name);
+            assert_eq!(e.by, "simulator", "{name}");
+        }
+        let chosen = p.plan.info.predicted_time_s.unwrap();
+        assert!(
+            chosen <= two,
+            "{} predicted {chosen}, above 2 segments' {two}",
+            p.plan.info.algorithm
+        );
+        // Every simulated segmented candidate's family had its neighbours simulated too.
+        let simulated_families: Vec<&str> = p
+            .evaluated
+            .iter()
+            .filter(|e| e.by == "simulator" && e.name.contains("segs="))
+            .map(|e| e.name.rsplit_once("segs=").unwrap().0)
+            .collect();
+        for f in &simulated_families {
+            assert!(
+                simulated_families.iter().filter(|g| *g == f).count() >= 2,
+                "{f}: one count simulated"
+            );
+        }
     }
 
     #[test]

@@ -6,8 +6,9 @@
 //! the candidates and the model that predicts them.
 //!
 //! Segmented candidates are simulated only for the [`SIMULATED_FAMILIES`] best analytic
-//! estimates, and only if they have at most [`PREDICT_MESSAGE_LIMIT`] messages; the others keep
-//! their analytic estimate. A candidate that wins on its analytic estimate alone is then
+//! estimates, each with its family's variants at the neighbouring segment counts (those of at
+//! most [`VARIANT_MESSAGE_LIMIT`] messages), and only if they have at most
+//! [`PREDICT_MESSAGE_LIMIT`] messages; the others keep their analytic estimate. A candidate that wins on its analytic estimate alone is then
 //! simulated (if within the limit) and the ranking redone, so the choice rests on the
 //! simulator whenever it can.
 //!
@@ -32,6 +33,12 @@ use crate::topology::Topology;
 
 /// Plans with more messages than this are ranked by the analytic estimate only.
 pub const PREDICT_MESSAGE_LIMIT: usize = 600_000;
+/// A segmented family's variants at the segment counts next to its best estimate's are
+/// simulated only up to this many messages: on 256 ranks at 4 MiB (114,688 messages at the
+/// best count, twice that at the next) simulating both variants took planning from 0.24 s to
+/// 0.37 s without changing a plan of `examples/bench_plan.rs`; the variants matter where
+/// per-message costs weigh most, on small plans.
+pub const VARIANT_MESSAGE_LIMIT: usize = 16_384;
 /// How many segmented candidates (best analytic estimates first) are simulated.
 pub const SIMULATED_FAMILIES: usize = 2;
 /// How much faster (relative) an MPI baseline must be predicted than our best candidate to be
@@ -68,10 +75,16 @@ pub(super) fn choose(
     let mut by_estimate: Vec<(f64, usize)> = cands
         .iter()
         .enumerate()
+        .filter(|(_, c)| c.variant_of.is_none())
         .filter_map(|(i, c)| c.estimate.map(|e| (e, i)))
         .collect();
     by_estimate.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
     let shortlist: Vec<usize> = by_estimate.iter().take(SIMULATED_FAMILIES).map(|x| x.1).collect();
+    // A family's other segment counts are simulated with its best estimate's.
+    let simulated = |i: usize| match cands[i].variant_of {
+        Some(main) => shortlist.contains(&main) && cands[i].messages() <= VARIANT_MESSAGE_LIMIT,
+        None => shortlist.contains(&i),
+    };
     let mut evaluated: Vec<Evaluated> = Vec::new();
     // The timing of the best prediction so far, by candidate index.
     let mut kept: Option<(usize, Vec<SegTransfer>)> = None;
@@ -84,7 +97,7 @@ pub(super) fn choose(
     };
     for (i, c) in cands.iter().enumerate() {
         let p = match c.estimate {
-            Some(e) if c.messages() > PREDICT_MESSAGE_LIMIT || !shortlist.contains(&i) => predictor.analytic(e),
+            Some(e) if c.messages() > PREDICT_MESSAGE_LIMIT || !simulated(i) => predictor.analytic(e),
             _ => predictor.predict(&c.plan(topo, root, bytes), c.estimate),
         };
         evaluated.push(Evaluated {
