@@ -501,15 +501,19 @@ fn burst_probe_finds_the_uplink_buckets(cluster: &Cluster) {
             let text = String::from_utf8_lossy(&text.stdout);
             assert_eq!(text.matches("passes a burst").count(), 6, "{text}");
             // Across hosts the token ring measured the overhead plans charge; predictions split
-            // it into CPU time per message (from the ring's train: nine ranks on two cores
-            // pass a train slower than one token) and the wake-up that makes up the rest of a
-            // lone token's hop. Each route names what it ran.
+            // it into CPU time per message (from the ring's train) and the wake-up that makes
+            // up the rest of a lone token's hop. Each route names what it ran. The CPU time may
+            // read 0: on a calm machine nine ranks on two cores pass a train of 8 tokens
+            // 85-103 us slower per token than one, but with two more busy processes beside the
+            // job (a build, or two CPU hogs) the train's lap read no longer than a lone token's
+            // (hops of 230-630 us, every relay's wake-up taking all the tokens waiting for it;
+            // 3 of 4 runs so loaded, 2026-11-28), so only the split's identity is asserted.
             let c = &report.communicators[0];
             let m = c.message_overhead.as_ref().expect("overheads recorded");
             assert_eq!(m.planning_source, "token ring", "{m:?}");
             assert!(m.planning_s >= treecast::plan::pipeline::MESSAGE_OVERHEAD_S, "{m:?}");
             let (cpu, wake) = (m.prediction_s.expect("calibrated"), m.prediction_wake_s.expect("split"));
-            assert!(cpu > 0.0 && cpu <= m.planning_s && wake >= 0.0, "{m:?}");
+            assert!(cpu >= 0.0 && cpu <= m.planning_s && wake >= 0.0, "{m:?}");
             assert!((cpu / 2.0 + wake - m.planning_s).abs() < 1e-9, "{m:?}");
             assert!(text.contains("measured by the token ring at set-up"), "{text}");
             assert!(text.contains("to wake a relay that was idle"), "{text}");
