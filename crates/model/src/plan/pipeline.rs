@@ -342,10 +342,14 @@ fn dfs_positions(topo: &Topology, root: u32) -> Vec<usize> {
 /// Analytic time of a multi-tree pipelined plan, for ranking candidates at scales where
 /// replaying or simulating every one is too slow: `fill + (S / K - 1) x period`, where `fill`
 /// is the latest arrival of a first segment (per hop: latency + segment time + the per-message
-/// `overhead`, a rank's i-th child waiting for the i earlier ones) and `period`
-/// the longer of the busiest link's time to carry one segment of every tree (the volume every
-/// tree edge puts on every link of its path, divided by the link's bandwidth; one shared
-/// capacity for half-duplex links) and the busiest sender's per-message overheads. Contention
+/// `overhead`, a rank's i-th child waiting for the i earlier ones) and `period` the longer of
+/// the busiest link's time to carry one segment of every tree (the volume every tree edge puts
+/// on every link of its path, divided by the link's bandwidth; one shared capacity for
+/// half-duplex links) and the busiest rank's per-message overheads: its sends and, but the
+/// root's, its receives, as the planner's simulator charges them
+/// (`choose::planning_sim_options`). Counting sends alone, the estimate chose 4 segments for a
+/// 16 KiB broadcast on the emulated 3x3 cluster's probed tree at 40 us per message, which the
+/// simulator ranked 5% behind 2 (2026-11-28). Contention
 /// beyond that steady state is ignored; the chooser confirms the best candidates with the
 /// simulator. The overhead term is what makes the estimate prefer fewer, larger segments
 /// where the flow models (which charge none) would not.
@@ -363,7 +367,7 @@ pub struct Estimator {
     arrivals: Vec<(f64, f64)>,
     /// Largest, over link directions, of the seconds per byte of segment its load costs.
     load_per_byte: f64,
-    /// Per-message overheads of the busiest sender, in seconds.
+    /// Per-message overheads of the busiest rank per round (sends and receives), in seconds.
     busiest_overhead: f64,
 }
 
@@ -393,15 +397,22 @@ impl Estimator {
                 }
             }
         }
-        let busiest_sender = (0..topo.num_ranks())
-            .map(|r| trees.iter().map(|t| t[r].len()).sum::<usize>())
+        // Per round of one segment in each tree, a rank's messages: its sends, and (but the
+        // root) one receive per tree.
+        let busiest_rank = (0..topo.num_ranks())
+            .map(|r| {
+                trees
+                    .iter()
+                    .map(|t| t[r].len() + usize::from(r as u32 != root))
+                    .sum::<usize>()
+            })
             .max()
             .unwrap_or(0) as f64;
         Estimator {
             k: trees.len().max(1) as u32,
             arrivals,
             load_per_byte: load.iter().copied().fold(0.0, f64::max),
-            busiest_overhead: busiest_sender * overhead,
+            busiest_overhead: busiest_rank * overhead,
         }
     }
 
@@ -591,8 +602,19 @@ mod tests {
         let t = b.build().unwrap();
         let chain = crate::plan::trees::chain(3, &[0, 1, 2]);
         // Plus the per-message overhead on each of the 2 hops of the fill.
-        let e = estimate(&t, 0, &[chain], 4, 4, MESSAGE_OVERHEAD_S);
+        let e = estimate(&t, 0, std::slice::from_ref(&chain), 4, 4, MESSAGE_OVERHEAD_S);
         assert!((e - (9.0 + 2.0 * MESSAGE_OVERHEAD_S)).abs() < 1e-9, "{e}");
+        // The planner's simulator agrees, also where the relay's CPU sets the period: it
+        // receives and sends each segment, 2 x 0.6 s a round against the links' 1 s, so
+        // 2 x (3 + 0.6) + 3 x 1.2 = 10.8 (counting its sends alone gave 2 x 3.6 + 3 x 1 = 10.2).
+        for (o, want) in [(0.1, 9.2), (0.6, 10.8)] {
+            let e = estimate(&t, 0, std::slice::from_ref(&chain), 4, 4, o);
+            let plan = plan_from_trees(&t, 0, std::slice::from_ref(&chain), 4, 4, "dfs-chain");
+            let opts = crate::plan::choose::planning_sim_options(o);
+            let sim = crate::sim::simulate_plan(&t, &plan, 4, &opts).unwrap().time_s;
+            assert!((e - want).abs() < 1e-9, "o {o}: estimate {e}");
+            assert!((sim - want).abs() < 1e-9, "o {o}: simulated {sim}");
+        }
     }
 
     #[test]
