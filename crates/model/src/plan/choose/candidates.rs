@@ -16,7 +16,7 @@
 //!
 //! Why the variants: the analytic estimate picks a family's count, but the simulator picks
 //! between families. On the emulated 3x3 cluster's probed tree (16 KiB, 40-70 us per message)
-//! the simulator put `hier-pipeline` at 2 segments 5-25% ahead of 4, while the estimate
+//! the simulator put `hier-pipeline` at 2 segments 5-33% ahead of 4, while the estimate
 //! chose 4 below about 45 us; in jobs, 2 segments ran a median of 367 us and 4 about 480 us
 //! (40 jobs, 2026-11-28).
 //!
