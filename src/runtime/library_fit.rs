@@ -20,7 +20,9 @@
 use super::hosts::Hosts;
 use super::setup_cache::{self, Shared};
 use crate::error::Result;
-use crate::estimate::curve_fit::{fit_scale, CurveScale, LibraryTiming, TimedCall, SCALE_RANGE};
+use crate::estimate::curve_fit::{
+    fit_scale, found_data_below, CurveScale, LibraryTiming, Over, TimedCall, SCALE_RANGE,
+};
 use crate::estimate::release::{self, ReleaseCost};
 use crate::estimate::send_curve::SendCurve;
 use crate::exec::raw;
@@ -231,13 +233,22 @@ fn fit(all: &[f64], nranks: usize, per_rank: usize, froms: &[usize], model: Opti
                 .collect();
             offset += 2 * timed;
             let durations: Vec<f64> = tc.iter().map(TimedCall::median_duration).collect();
-            let scale = model.and_then(|(curve, issue_s)| {
-                fit_scale(&predicted_plan(nranks as u32, bytes), bytes, curve, issue_s, &tc)
-            });
+            let plan = predicted_plan(nranks as u32, bytes);
+            let fit_over = |over| model.and_then(|(curve, issue_s)| fit_scale(&plan, bytes, curve, issue_s, &tc, over));
+            // Whether the size is a release is judged over every rank, as the release is
+            // fitted; a size kept as messages is scaled over the ranks that waited.
+            let all = fit_over(Over::AllRanks);
+            let release = all.filter(|&s| s <= RELEASE_BELOW).and_then(|_| release::fit(0, &tc));
+            let waiting = || match model {
+                Some((curve, _)) if release.is_none() && found_data_below(curve, bytes).is_some() => {
+                    fit_over(Over::WaitingRanks)
+                }
+                _ => all,
+            };
             Fitted {
                 measured_s: crate::estimate::rank_times::median(&durations),
-                scale,
-                release: scale.filter(|&s| s <= RELEASE_BELOW).and_then(|_| release::fit(0, &tc)),
+                scale: waiting(),
+                release,
             }
         })
         .collect()

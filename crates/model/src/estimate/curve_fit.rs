@@ -91,7 +91,16 @@ impl CurveScale {
 /// readings ask for more). The prediction grows with the factor, so a bisection on its
 /// logarithm finds it. `None` without calls or with calls whose rank count is not the plan's
 /// or whose times are not usable.
-pub fn fit_scale(plan: &Plan, bytes: u64, curve: &SendCurve, issue_s: f64, calls: &[TimedCall]) -> Option<f64> {
+///
+/// `over`: the ranks whose median is taken ([`Over`]).
+pub fn fit_scale(
+    plan: &Plan,
+    bytes: u64,
+    curve: &SendCurve,
+    issue_s: f64,
+    calls: &[TimedCall],
+    over: Over,
+) -> Option<f64> {
     let n = plan.nranks as usize;
     if calls.is_empty()
         || calls.iter().any(|c| {
@@ -103,7 +112,36 @@ pub fn fit_scale(plan: &Plan, bytes: u64, curve: &SendCurve, issue_s: f64, calls
     {
         return None;
     }
-    let measured = median_of(calls.iter().map(TimedCall::median_duration));
+    // The ranks each call's median is over: those that waited for their data, where that can
+    // be told from the time and at least half of the ranks did; all of them otherwise (where
+    // most found their data, the median rank is one of those, and the fit must reproduce it:
+    // MPICH's release, where only the root outlasts the copy-out).
+    let below = match over {
+        Over::AllRanks => None,
+        Over::WaitingRanks => found_data_below(curve, bytes),
+    };
+    let waited: Vec<Vec<bool>> = calls
+        .iter()
+        .map(|c| {
+            let w: Vec<bool> = c
+                .enter
+                .iter()
+                .zip(&c.leave)
+                .map(|(e, l)| below.is_none_or(|b| l - e > b))
+                .collect();
+            if 2 * w.iter().filter(|&&x| x).count() >= n {
+                w
+            } else {
+                vec![true; n]
+            }
+        })
+        .collect();
+    let measured = median_of(
+        calls
+            .iter()
+            .zip(&waited)
+            .map(|(c, w)| median_where(&c.enter, &c.leave, w)),
+    );
     // Entries from the earliest one, as the evaluator takes them.
     let entries: Vec<Vec<f64>> = calls
         .iter()
@@ -115,13 +153,57 @@ pub fn fit_scale(plan: &Plan, bytes: u64, curve: &SendCurve, issue_s: f64, calls
     let dag = PlanDag::build(plan, bytes).ok()?;
     let predicted = |f: f64| -> Option<f64> {
         let scaled = curve.scaled(|_| f);
-        let per_call = entries.iter().map(|e| {
-            evaluate_dag_on_one_host(&dag, n, &scaled, issue_s, Some(e)).map(|t| median_time_in_call(e, &t.rank_done_s))
+        let per_call = entries.iter().zip(&waited).map(|(e, w)| {
+            evaluate_dag_on_one_host(&dag, n, &scaled, issue_s, Some(e)).map(|t| median_where(e, &t.rank_done_s, w))
         });
         let v: Result<Vec<f64>, _> = per_call.collect();
         v.ok().map(|v| median_of(v.into_iter()))
     };
     solve_factor(SCALE_RANGE, measured, predicted)
+}
+
+/// Which ranks of each call [`fit_scale`] takes the median over.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Over {
+    /// Every rank: the median rank of the call, what a profile's median measures.
+    AllRanks,
+    /// Where a rank that found its data is told apart from one that waited for it by its time
+    /// alone ([`found_data_below`]) and at least half of a call's ranks waited, those, on both
+    /// sides (see there why); every rank elsewhere.
+    WaitingRanks,
+}
+
+/// The time in the call at or below which a rank of a call of `bytes` is taken to have found
+/// its data there rather than waited for it: the shortest transfer any scale in
+/// [`SCALE_RANGE`] gives, where that is longer than the longest late receive any scale gives
+/// (`None` elsewhere: the two overlap, as they do from 4 KiB with Open MPI on one host, where
+/// a late receive copies nearly as long as a transfer takes).
+///
+/// Why: the median rank of a call, with half of the ranks finding their data, is a rank of
+/// either kind, and which kind depends on which ranks left the barrier late. 4 Open MPI ranks
+/// on 2 cores, 1 KiB: the receivers that found their data read 0.1 us, the rest 3.6-4.1 us;
+/// one of the binary tree's leaves found it in every call, the other in some passes and not
+/// in others, so the median rank read 2.0-2.9 us in 13 of 60 set-up passes (30 jobs,
+/// 2026-11-28) and 3.7-5.9 us in every job's own calls. The model, given the same entries,
+/// kept that leaf waiting, so the fit scaled the costs down to reproduce the fast median (x1.0
+/// against x1.7-2.1) and predicted the job's calls 28-49% short in 8 of the 30 jobs. Over the
+/// ranks that waited, both readings ask the same of the model.
+pub fn found_data_below(curve: &SendCurve, bytes: u64) -> Option<f64> {
+    let c = curve.at(bytes);
+    let (lo, hi) = SCALE_RANGE;
+    (hi * c.late_recv_s < lo * c.one_way_s).then_some(lo * c.one_way_s)
+}
+
+/// Median over the ranks `which` marks of `leave - enter`.
+fn median_where(enter: &[f64], leave: &[f64], which: &[bool]) -> f64 {
+    let d: Vec<f64> = enter
+        .iter()
+        .zip(leave)
+        .zip(which)
+        .filter(|(_, &w)| w)
+        .map(|((e, l), _)| l - e)
+        .collect();
+    super::rank_times::median(&d)
 }
 
 fn median_of(v: impl Iterator<Item = f64>) -> f64 {
@@ -196,6 +278,64 @@ mod tests {
             .collect()
     }
 
+    /// A curve whose late receives are a small part of a transfer, as the pair measured them
+    /// at 1 KiB under Open MPI (0.08 us against 1.95 us one way).
+    fn curve_with_cheap_late_receives() -> SendCurve {
+        let cost = |bytes: u64, us: f64, late_us: f64| SendCost {
+            bytes,
+            sender_s: us * 1e-6,
+            one_way_s: us * 1e-6,
+            late_recv_s: late_us * 1e-6,
+            waits_for_receiver: false,
+        };
+        SendCurve::new(vec![cost(1024, 2.0, 0.04), cost(65536, 8.0, 6.0)]).unwrap()
+    }
+
+    #[test]
+    fn ranks_that_found_their_data_are_told_apart_only_where_the_times_can_tell() {
+        // 4 x 0.04 us is below 0.25 x 2 us: a late receive cannot last as long as a transfer,
+        // and a rank done sooner than any transfer found its data.
+        let b = found_data_below(&curve_with_cheap_late_receives(), 1024).unwrap();
+        assert!((b - 0.5e-6).abs() < 1e-12, "{b}");
+        // Late receives of half a transfer overlap the transfers the range allows.
+        assert_eq!(found_data_below(&curve(), 1024), None);
+        assert_eq!(found_data_below(&curve(), 1 << 20), None);
+    }
+
+    #[test]
+    fn a_leaf_that_found_its_data_in_some_calls_does_not_move_the_scale() {
+        // A binary tree of 4 ranks (0 -> 1, 2; 1 -> 3), every rank entering together, made by
+        // the model at x2. Then rank 2 found its data in every call and rank 3 in every other
+        // (read 0.1 us, where the model, given the same entries, has them waiting): the median
+        // rank of those calls is one of each kind, as on a 2-core host after a barrier.
+        let plan = Plan::from_tree(0, &trees::kary(4, 0, 2), 1, "binary");
+        let c = curve_with_cheap_late_receives();
+        let entries = vec![vec![0.0; 4]; 8];
+        let made = c.scaled(|_| 2.0);
+        let mut calls: Vec<TimedCall> = entries
+            .iter()
+            .map(|e| TimedCall {
+                enter: e.clone(),
+                leave: evaluate_on_one_host(&plan, 1024, &made, 0.2e-6, Some(e))
+                    .unwrap()
+                    .rank_done_s,
+            })
+            .collect();
+        let clean = fit_scale(&plan, 1024, &c, 0.2e-6, &calls, Over::WaitingRanks).unwrap();
+        assert!((clean - 2.0).abs() < 0.02, "{clean}");
+        for (k, call) in calls.iter_mut().enumerate() {
+            call.leave[2] = call.enter[2] + 0.1e-6;
+            if k % 2 == 0 {
+                call.leave[3] = call.enter[3] + 0.1e-6;
+            }
+        }
+        let got = fit_scale(&plan, 1024, &c, 0.2e-6, &calls, Over::WaitingRanks).unwrap();
+        assert!((got - 2.0).abs() < 0.1, "fitted x{got} where the waiting ranks read x2");
+        // Over every rank, the fast median asks for less (x1.34).
+        let all = fit_scale(&plan, 1024, &c, 0.2e-6, &calls, Over::AllRanks).unwrap();
+        assert!(all < 1.5, "x{all}");
+    }
+
     #[test]
     fn the_fit_recovers_the_scale_that_made_the_calls() {
         let plan = Plan::from_tree(0, &trees::flat(4, 0), 1, "flat");
@@ -207,20 +347,29 @@ mod tests {
         for f in [0.5, 1.0, 1.7, 3.0] {
             for bytes in [1024, 65536, 1 << 20] {
                 let calls = calls_of(&plan, bytes, f, &entries);
-                let got = fit_scale(&plan, bytes, &curve(), 0.2e-6, &calls).unwrap();
+                let got = fit_scale(&plan, bytes, &curve(), 0.2e-6, &calls, Over::WaitingRanks).unwrap();
                 assert!((got - f).abs() < 0.01 * f, "{bytes} B: fitted {got}, made with {f}");
             }
         }
         // Readings beyond the range are clamped to it.
         let calls = calls_of(&plan, 65536, 9.0, &entries);
-        assert_eq!(fit_scale(&plan, 65536, &curve(), 0.2e-6, &calls), Some(SCALE_RANGE.1));
+        assert_eq!(
+            fit_scale(&plan, 65536, &curve(), 0.2e-6, &calls, Over::WaitingRanks),
+            Some(SCALE_RANGE.1)
+        );
         // Unusable calls give no fit.
-        assert_eq!(fit_scale(&plan, 65536, &curve(), 0.2e-6, &[]), None);
+        assert_eq!(fit_scale(&plan, 65536, &curve(), 0.2e-6, &[], Over::WaitingRanks), None);
         let mut bad = calls_of(&plan, 65536, 1.0, &entries);
         bad[1].leave.pop();
-        assert_eq!(fit_scale(&plan, 65536, &curve(), 0.2e-6, &bad), None);
+        assert_eq!(
+            fit_scale(&plan, 65536, &curve(), 0.2e-6, &bad, Over::WaitingRanks),
+            None
+        );
         let mut bad = calls_of(&plan, 65536, 1.0, &entries);
         bad[0].leave[2] = bad[0].enter[2] - 1e-6;
-        assert_eq!(fit_scale(&plan, 65536, &curve(), 0.2e-6, &bad), None);
+        assert_eq!(
+            fit_scale(&plan, 65536, &curve(), 0.2e-6, &bad, Over::WaitingRanks),
+            None
+        );
     }
 }
