@@ -59,6 +59,15 @@ pub fn calls(bytes: u64) -> (usize, usize) {
 /// MiB 31-76%).
 pub const MIN_RANKS: usize = if cfg!(treecast_mpi = "mpich") { 2 } else { 3 };
 
+/// Whether the library's broadcast on one host sends the point-to-point messages that
+/// `plan::library_plan` models, so that a rank's time in the call says whether it waited for
+/// one (`curve_fit::Over::WaitingRanks`). Open MPI's does. MPICH's small broadcasts are its
+/// shared-memory collective, where no rank waits for a message: over the ranks that "waited",
+/// 4 MPICH ranks (2026-11-28, 10 jobs alternating with the fit over every rank) had 4 KiB
+/// predicted +79 .. +332% in 4 jobs, against -59 .. +62% over every rank; with the release
+/// still judged over every rank, 1 KiB once +244% (5 jobs).
+pub const SENDS_MESSAGES: bool = !cfg!(treecast_mpi = "mpich");
+
 /// Whether this communicator fits scales: all of its ranks on one host, at least
 /// [`MIN_RANKS`].
 pub fn applies(hosts: &Hosts) -> bool {
@@ -236,11 +245,12 @@ fn fit(all: &[f64], nranks: usize, per_rank: usize, froms: &[usize], model: Opti
             let plan = predicted_plan(nranks as u32, bytes);
             let fit_over = |over| model.and_then(|(curve, issue_s)| fit_scale(&plan, bytes, curve, issue_s, &tc, over));
             // Whether the size is a release is judged over every rank, as the release is
-            // fitted; a size kept as messages is scaled over the ranks that waited.
+            // fitted; a size kept as messages is scaled over the ranks that waited, where the
+            // library sends them ([`SENDS_MESSAGES`]).
             let all = fit_over(Over::AllRanks);
             let release = all.filter(|&s| s <= RELEASE_BELOW).and_then(|_| release::fit(0, &tc));
             let waiting = || match model {
-                Some((curve, _)) if release.is_none() && found_data_below(curve, bytes).is_some() => {
+                Some((curve, _)) if SENDS_MESSAGES && release.is_none() && found_data_below(curve, bytes).is_some() => {
                     fit_over(Over::WaitingRanks)
                 }
                 _ => all,
