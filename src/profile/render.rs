@@ -412,7 +412,8 @@ fn library_timing_note(timing: &[super::report::LibraryTimingReport]) -> String 
         .collect();
     let mut note = format!(
         "  note: one-host predictions follow the library's MPI_Bcast timed at set-up (median rank's \
-         time per pass, and the scale of the host-mates' costs): {}",
+         time per pass, of the ranks that waited for their data where a late rank's copy is far \
+         shorter than a transfer, and the scale of the host-mates' costs): {}",
         sizes.join(", ")
     );
     if timing.iter().any(|t| t.release.is_some()) {

@@ -81,7 +81,8 @@ pub struct MessageOverheadReport {
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct LibraryTimingReport {
     pub bytes: u64,
-    /// Per pass: the median over calls of the median rank's time in the call.
+    /// Per pass: the median over calls of the median rank's time in the call (below 4 KiB
+    /// under Open MPI, of the ranks that waited for their data: `curve_fit::Over`).
     pub pass_median_s: Vec<f64>,
     /// The factor the host-mates' costs were scaled by (`None`: no fit).
     pub scale: Option<f64>,

@@ -21,7 +21,7 @@ use super::hosts::Hosts;
 use super::setup_cache::{self, Shared};
 use crate::error::Result;
 use crate::estimate::curve_fit::{
-    fit_scale, found_data_below, CurveScale, LibraryTiming, Over, TimedCall, SCALE_RANGE,
+    fit_scale, found_data_below, median_time_over, CurveScale, LibraryTiming, Over, TimedCall, SCALE_RANGE,
 };
 use crate::estimate::release::{self, ReleaseCost};
 use crate::estimate::send_curve::SendCurve;
@@ -182,11 +182,12 @@ unsafe fn time_and_fit(comm: MPI_Comm, rank: u32, nranks: u32, curve: &SendCurve
                     nranks as usize,
                     mine.len(),
                     &[f],
-                    logged.then_some((curve, issue_s)),
+                    curve,
+                    logged.then_some(issue_s),
                 )
             })
             .collect();
-        let pooled = fit(&all, nranks as usize, mine.len(), &froms, Some((curve, issue_s)));
+        let pooled = fit(&all, nranks as usize, mine.len(), &froms, curve, Some(issue_s));
         if logged {
             log_fit(nranks, &passes, &pooled);
         }
@@ -215,7 +216,8 @@ pub const RELEASE_BELOW: f64 = SCALE_RANGE.0 * (1.0 + crate::estimate::curve_fit
 
 /// One size's fit, for the log.
 struct Fitted {
-    /// Median over calls of the median rank's time in the call (seconds).
+    /// Median over calls of the median rank's time in the call (seconds): of the ranks that
+    /// waited for their data where the scale is fitted over those (`curve_fit::Over`).
     measured_s: f64,
     scale: Option<f64>,
     /// Where the scale is at most [`RELEASE_BELOW`] (the point-to-point model can hardly be as fast
@@ -223,10 +225,17 @@ struct Fitted {
     release: Option<ReleaseCost>,
 }
 
-/// The fits (with `model`: the pair's curve and issue cost; without, only the medians) from
-/// every rank's readings of the passes starting at `froms` pooled (`all`:
+/// The fits (with `issue_s`, the pair's issue cost; without, only the medians) of the pair's
+/// `curve` to every rank's readings of the passes starting at `froms` pooled (`all`:
 /// `per_rank` numbers per rank, in rank order; per pass, per size, per call, entry then exit).
-fn fit(all: &[f64], nranks: usize, per_rank: usize, froms: &[usize], model: Option<(&SendCurve, f64)>) -> Vec<Fitted> {
+fn fit(
+    all: &[f64],
+    nranks: usize,
+    per_rank: usize,
+    froms: &[usize],
+    curve: &SendCurve,
+    issue_s: Option<f64>,
+) -> Vec<Fitted> {
     let mut offset = 0;
     FIT_SIZES
         .iter()
@@ -241,23 +250,25 @@ fn fit(all: &[f64], nranks: usize, per_rank: usize, froms: &[usize], model: Opti
                 })
                 .collect();
             offset += 2 * timed;
-            let durations: Vec<f64> = tc.iter().map(TimedCall::median_duration).collect();
+            // The ranks whose median is read and reproduced: those that waited for their data
+            // where the library sends it ([`SENDS_MESSAGES`]) and their times tell them apart.
+            let over = if SENDS_MESSAGES && found_data_below(curve, bytes).is_some() {
+                Over::WaitingRanks
+            } else {
+                Over::AllRanks
+            };
             let plan = predicted_plan(nranks as u32, bytes);
-            let fit_over = |over| model.and_then(|(curve, issue_s)| fit_scale(&plan, bytes, curve, issue_s, &tc, over));
-            // Whether the size is a release is judged over every rank, as the release is
-            // fitted; a size kept as messages is scaled over the ranks that waited, where the
-            // library sends them ([`SENDS_MESSAGES`]).
+            let fit_over = |over| issue_s.and_then(|i| fit_scale(&plan, bytes, curve, i, &tc, over));
+            // Whether the size is a release is judged over every rank, as the release is fitted.
             let all = fit_over(Over::AllRanks);
             let release = all.filter(|&s| s <= RELEASE_BELOW).and_then(|_| release::fit(0, &tc));
-            let waiting = || match model {
-                Some((curve, _)) if SENDS_MESSAGES && release.is_none() && found_data_below(curve, bytes).is_some() => {
-                    fit_over(Over::WaitingRanks)
-                }
+            let scale = match over {
+                Over::WaitingRanks if release.is_none() => fit_over(over),
                 _ => all,
             };
             Fitted {
-                measured_s: crate::estimate::rank_times::median(&durations),
-                scale: waiting(),
+                measured_s: median_time_over(&tc, curve, bytes, over),
+                scale,
                 release,
             }
         })
@@ -298,7 +309,7 @@ fn log_fit(nranks: u32, passes: &[Vec<Fitted>], pooled: &[Fitted]) {
         })
         .collect();
     log::info!(
-        "treecast: the library's broadcast timed at set-up on one host of {nranks} ranks (per pass, the median rank's time in the call and the scale of the host-mates' costs that reproduces it; then the scale of both passes' calls together, which is kept): {}",
+        "treecast: the library's broadcast timed at set-up on one host of {nranks} ranks (per pass, the median rank's time in the call, below 4 KiB under Open MPI of the ranks that waited for their data, and the scale of the host-mates' costs that reproduces it; then the scale of both passes' calls together, which is kept): {}",
         parts.join(" | ")
     );
 }

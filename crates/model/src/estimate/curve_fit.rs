@@ -25,7 +25,8 @@ use crate::plan::Plan;
 pub const PASS_SPREAD: f64 = 0.25;
 
 /// What the library's broadcast of one size read at set-up, for the profile: each pass's
-/// median over calls of the median rank's time in the call, and the scale kept.
+/// median over calls of the median rank's time in the call (over the ranks the scale is
+/// fitted over, [`Over`]), and the scale kept.
 #[derive(Clone, Debug, PartialEq)]
 pub struct LibraryTiming {
     pub bytes: u64,
@@ -112,36 +113,8 @@ pub fn fit_scale(
     {
         return None;
     }
-    // The ranks each call's median is over: those that waited for their data, where that can
-    // be told from the time and at least half of the ranks did; all of them otherwise (where
-    // most found their data, the median rank is one of those, and the fit must reproduce it:
-    // MPICH's release, where only the root outlasts the copy-out).
-    let below = match over {
-        Over::AllRanks => None,
-        Over::WaitingRanks => found_data_below(curve, bytes),
-    };
-    let waited: Vec<Vec<bool>> = calls
-        .iter()
-        .map(|c| {
-            let w: Vec<bool> = c
-                .enter
-                .iter()
-                .zip(&c.leave)
-                .map(|(e, l)| below.is_none_or(|b| l - e > b))
-                .collect();
-            if 2 * w.iter().filter(|&&x| x).count() >= n {
-                w
-            } else {
-                vec![true; n]
-            }
-        })
-        .collect();
-    let measured = median_of(
-        calls
-            .iter()
-            .zip(&waited)
-            .map(|(c, w)| median_where(&c.enter, &c.leave, w)),
-    );
+    let waited = ranks_over(calls, curve, bytes, over);
+    let measured = median_time_over(calls, curve, bytes, over);
     // Entries from the earliest one, as the evaluator takes them.
     let entries: Vec<Vec<f64>> = calls
         .iter()
@@ -160,6 +133,46 @@ pub fn fit_scale(
         v.ok().map(|v| median_of(v.into_iter()))
     };
     solve_factor(SCALE_RANGE, measured, predicted)
+}
+
+/// The ranks (one mask per call) whose median [`fit_scale`] takes: those that waited for
+/// their data where that can be told from the time ([`found_data_below`]) and at least half of
+/// the call's ranks did; all of them otherwise (where most found their data, the median rank is
+/// one of those, and the fit must reproduce it).
+fn ranks_over(calls: &[TimedCall], curve: &SendCurve, bytes: u64, over: Over) -> Vec<Vec<bool>> {
+    let below = match over {
+        Over::AllRanks => None,
+        Over::WaitingRanks => found_data_below(curve, bytes),
+    };
+    calls
+        .iter()
+        .map(|c| {
+            let n = c.enter.len().min(c.leave.len());
+            let w: Vec<bool> = c
+                .enter
+                .iter()
+                .zip(&c.leave)
+                .map(|(e, l)| below.is_none_or(|b| l - e > b))
+                .collect();
+            if 2 * w.iter().filter(|&&x| x).count() >= n {
+                w
+            } else {
+                vec![true; n]
+            }
+        })
+        .collect()
+}
+
+/// The median over `calls` of each call's median time in the call over the ranks `over`
+/// names: what [`fit_scale`] reproduces, and what the set-up reports per pass.
+pub fn median_time_over(calls: &[TimedCall], curve: &SendCurve, bytes: u64, over: Over) -> f64 {
+    let waited = ranks_over(calls, curve, bytes, over);
+    median_of(
+        calls
+            .iter()
+            .zip(&waited)
+            .map(|(c, w)| median_where(&c.enter, &c.leave, w)),
+    )
 }
 
 /// Which ranks of each call [`fit_scale`] takes the median over.
@@ -321,8 +334,9 @@ mod tests {
                     .rank_done_s,
             })
             .collect();
-        let clean = fit_scale(&plan, 1024, &c, 0.2e-6, &calls, Over::WaitingRanks).unwrap();
-        assert!((clean - 2.0).abs() < 0.02, "{clean}");
+        let clean_fit = fit_scale(&plan, 1024, &c, 0.2e-6, &calls, Over::WaitingRanks).unwrap();
+        assert!((clean_fit - 2.0).abs() < 0.02, "{clean_fit}");
+        let clean = calls.clone();
         for (k, call) in calls.iter_mut().enumerate() {
             call.leave[2] = call.enter[2] + 0.1e-6;
             if k % 2 == 0 {
@@ -334,6 +348,13 @@ mod tests {
         // Over every rank, the fast median asks for less (x1.34).
         let all = fit_scale(&plan, 1024, &c, 0.2e-6, &calls, Over::AllRanks).unwrap();
         assert!(all < 1.5, "x{all}");
+        // What set-up reports per pass is the median the fit reproduces: over the ranks that
+        // waited, no less than before any leaf found its data; over every rank, far less.
+        let before = median_time_over(&clean, &c, 1024, Over::AllRanks);
+        let waiting = median_time_over(&calls, &c, 1024, Over::WaitingRanks);
+        let every = median_time_over(&calls, &c, 1024, Over::AllRanks);
+        assert!(waiting >= before, "{waiting} against {before}");
+        assert!(every < 0.8 * before, "{every} against {before}");
     }
 
     #[test]
