@@ -37,8 +37,9 @@ pub fn given_entries<'a>(
         }
     }
     let (mut measured, mut predicted) = (Vec::new(), Vec::new());
-    // Per rank (measured, predicted), for the debug log.
-    let mut by_rank: Vec<(Vec<f64>, Vec<f64>)> = vec![(Vec::new(), Vec::new()); size as usize];
+    // Per rank (measured, predicted), only for the debug log.
+    let debug = log::log_enabled!(log::Level::Debug);
+    let mut by_rank: Vec<(Vec<f64>, Vec<f64>)> = vec![(Vec::new(), Vec::new()); if debug { size as usize } else { 0 }];
     let mut n = 0u64;
     let mut sizes = (u64::MAX, 0u64);
     for ((root, bytes), group) in groups {
@@ -49,9 +50,11 @@ pub fn given_entries<'a>(
             };
             n += 1;
             sizes = (sizes.0.min(bytes), sizes.1.max(bytes));
-            for ((&(_, e, d), x), r) in c.ranks.iter().zip(&exit).zip(by_rank.iter_mut()) {
+            for (&(_, e, d), x) in c.ranks.iter().zip(&exit) {
                 measured.push(d - e);
                 predicted.push(x - e);
+            }
+            for ((&(_, e, d), x), r) in c.ranks.iter().zip(&exit).zip(by_rank.iter_mut()) {
                 r.0.push(d - e);
                 r.1.push(x - e);
             }
@@ -60,7 +63,7 @@ pub fn given_entries<'a>(
     if measured.is_empty() {
         return None;
     }
-    if log::log_enabled!(log::Level::Debug) {
+    if debug {
         log::debug!(
             "treecast: {} .. {} B, {n} calls given their entries, each rank's median time in the call, measured/predicted (us): {}",
             sizes.0,

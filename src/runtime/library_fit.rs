@@ -260,11 +260,11 @@ fn fit(
             let plan = predicted_plan(nranks as u32, bytes);
             let fit_over = |over| issue_s.and_then(|i| fit_scale(&plan, bytes, curve, i, &tc, over));
             // Whether the size is a release is judged over every rank, as the release is fitted.
-            let all = fit_over(Over::AllRanks);
-            let release = all.filter(|&s| s <= RELEASE_BELOW).and_then(|_| release::fit(0, &tc));
+            let every = fit_over(Over::AllRanks);
+            let release = every.filter(|&s| s <= RELEASE_BELOW).and_then(|_| release::fit(0, &tc));
             let scale = match over {
                 Over::WaitingRanks if release.is_none() => fit_over(over),
-                _ => all,
+                _ => every,
             };
             Fitted {
                 measured_s: median_time_over(&tc, curve, bytes, over),

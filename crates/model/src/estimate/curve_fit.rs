@@ -114,7 +114,7 @@ pub fn fit_scale(
         return None;
     }
     let waited = ranks_over(calls, curve, bytes, over);
-    let measured = median_time_over(calls, curve, bytes, over);
+    let measured = median_over(calls, &waited);
     // Entries from the earliest one, as the evaluator takes them.
     let entries: Vec<Vec<f64>> = calls
         .iter()
@@ -166,11 +166,16 @@ fn ranks_over(calls: &[TimedCall], curve: &SendCurve, bytes: u64, over: Over) ->
 /// The median over `calls` of each call's median time in the call over the ranks `over`
 /// names: what [`fit_scale`] reproduces, and what the set-up reports per pass.
 pub fn median_time_over(calls: &[TimedCall], curve: &SendCurve, bytes: u64, over: Over) -> f64 {
-    let waited = ranks_over(calls, curve, bytes, over);
+    median_over(calls, &ranks_over(calls, curve, bytes, over))
+}
+
+/// The median over `calls` of each call's median time in the call over the ranks its mask in
+/// `which` marks.
+fn median_over(calls: &[TimedCall], which: &[Vec<bool>]) -> f64 {
     median_of(
         calls
             .iter()
-            .zip(&waited)
+            .zip(which)
             .map(|(c, w)| median_where(&c.enter, &c.leave, w)),
     )
 }
