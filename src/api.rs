@@ -102,7 +102,7 @@ impl<C: Communicator> TopoBcast for C {
             crate::error::Error::new(crate::error::ErrorKind::Count, format!("count {count} is too large"))
         })?;
         // SAFETY: `TopoBuffer` guarantees the memory; the communicator handle is valid.
-        unsafe { crate::runtime::bcast(self.as_raw(), ptr, count, dt, root, site) }
+        crate::error::catch_panic(|| unsafe { crate::runtime::bcast(self.as_raw(), ptr, count, dt, root, site) })
     }
 
     fn topo_route(&self, root: Rank, bytes: u64) -> Result<RouteState> {
@@ -113,9 +113,9 @@ impl<C: Communicator> TopoBcast for C {
 
     fn topo_init(&self) -> Result<()> {
         // SAFETY: valid communicator handle.
-        unsafe {
+        crate::error::catch_panic(|| unsafe {
             crate::runtime::state::check_comm(self.as_raw())?;
             crate::runtime::state::get_or_create(self.as_raw()).map(|_| ())
-        }
+        })
     }
 }

@@ -1,7 +1,7 @@
 //! The C ABI (`include/treecast.h`), built into `libtreecast.so`.
 //!
 //! `topo_bcast` has exactly `MPI_Bcast`'s signature and returns MPI error codes. No panic
-//! crosses the boundary: every entry point runs under `catch_unwind` and turns a panic into
+//! crosses the boundary: every entry point runs under `error::catch_panic`, which turns a panic into
 //! `MPI_ERR_INTERN` with a message retrievable by `treecast_last_error`.
 //!
 //! For per-call-site profiles of C callers, `topo_bcast` is a two-instruction trampoline (on
@@ -29,22 +29,12 @@ fn set_last_error(msg: &str) {
 
 /// Run `f`, mapping its error (or a panic) to an MPI error code and remembering the message.
 pub fn guard(f: impl FnOnce() -> crate::error::Result<()>) -> c_int {
-    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)) {
-        Ok(Ok(())) => mpi::ffi::MPI_SUCCESS as c_int,
-        Ok(Err(e)) => {
+    match crate::error::catch_panic(f) {
+        Ok(()) => mpi::ffi::MPI_SUCCESS as c_int,
+        Err(e) => {
             log::debug!("topo_bcast error: {e}");
             set_last_error(&e.message);
             e.mpi_code()
-        }
-        Err(panic) => {
-            let msg = panic
-                .downcast_ref::<&str>()
-                .map(|s| s.to_string())
-                .or_else(|| panic.downcast_ref::<String>().cloned())
-                .unwrap_or_else(|| "unknown panic".into());
-            let e = Error::new(ErrorKind::Other, format!("internal error (panic): {msg}"));
-            set_last_error(&e.message);
-            mpi::ffi::MPI_ERR_INTERN as c_int
         }
     }
 }
