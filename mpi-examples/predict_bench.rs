@@ -23,7 +23,10 @@
 //!
 //! Then the sizes whose latest calls' median lies more than a factor of 1.25 from all their
 //! calls' (the job's own variation, as much as a prediction may be off; the factor is given),
-//! and one line: `met` or `NOT met` (every size within 25%) for each of the two.
+//! the sizes whose calls ran mostly with other ranks sharing a CPU than the set-up's calls of
+//! that size (where ranks outnumber cores the scheduler picks which share one, and the same
+//! broadcast runs at different speeds by that alone: `treecast::profile::placement`), and one
+//! line: `met` or `NOT met` (every size within 25%) for each of the two.
 
 use mpi::traits::*;
 use treecast::profile::report::{drift_factor, ProfileReport, GOAL};
@@ -110,6 +113,7 @@ fn main() {
     let mut all = true;
     let mut all_given = true;
     let mut moved = Vec::new();
+    let mut placed = Vec::new();
     for &bytes in &sizes {
         let Some(c) = site
             .size_classes
@@ -128,6 +132,15 @@ fn main() {
         let ok = err.is_some_and(|e| e.abs() <= GOAL);
         all &= ok;
         let pct = |e: Option<f64>| e.map_or("-".into(), |e| format!("{:+.0}%", e * 100.0));
+        if let Some(g) = c.cpu_groups.as_ref().filter(|g| g.unlike_setup()) {
+            placed.push(format!(
+                "{bytes} B ({} in {} of {} calls; set-up {})",
+                g.most_calls,
+                g.most_calls_count,
+                g.known_calls,
+                g.setup.as_deref().unwrap_or("-")
+            ));
+        }
         let given = match c.given_entries {
             Some(g) => {
                 let ok = g.error.is_some_and(|e| e.abs() <= GOAL);
@@ -160,15 +173,18 @@ fn main() {
             if ok { "yes" } else { "no" }
         );
     }
+    let listed = |v: &[String]| if v.is_empty() { "none".to_string() } else { v.join(", ") };
     // The job's own variation: where the latest calls' median lies more than a factor of 1.25
     // from all the size's calls' (`treecast report` notes it too).
     println!(
         "sizes whose latest calls (those given entries) moved by more than a factor of 1.25 from all their calls: {}",
-        if moved.is_empty() {
-            "none".to_string()
-        } else {
-            moved.join(", ")
-        }
+        listed(&moved)
+    );
+    // Where ranks outnumber cores: the sizes whose calls ran mostly with other ranks sharing
+    // a CPU than the set-up's calls of that size (`treecast::profile::placement`).
+    println!(
+        "sizes whose calls ran mostly in another grouping of ranks by CPU than the set-up's: {}",
+        listed(&placed)
     );
     let verdict = |b: bool| if b { "met" } else { "NOT met" };
     println!(

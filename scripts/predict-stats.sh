@@ -2,20 +2,24 @@
 # predict-stats.sh: how often do a profile's predictions meet issue 23's goal, job after job?
 #
 #   scripts/predict-stats.sh [--runs K] [--ranks N] [--mpich] [--emulated SHAPE] [--keep DIR]
-#                            [--calls C]
+#                            [--calls C] [--bind]
 #
 # Runs `predict_bench` (a profiled job of topo_bcast calls, 1 KiB .. 16 MiB, that prints each
 # size's measured median against its prediction) K times (default 6), one job at a time, and
 # tallies the jobs with scripts/predict_stats_report.py: per size the jobs within 25% both ways
 # (all ranks entering together, each call from its ranks' entries) and their errors, the jobs
-# whose own calls moved by more than a factor of 1.25 within the job, the range of the measured
-# medians over the jobs and how well the predictions follow it, and the jobs that met the goal.
+# whose own calls moved by more than a factor of 1.25 within the job, the jobs whose calls ran
+# mostly with other ranks sharing a CPU than the set-up's calls of the size ("placed"), the
+# range of the measured medians over the jobs and how well the predictions follow it, and the
+# jobs that met the goal.
 #
 # Where: one host with N ranks (default 4) under Open MPI, or under MPICH with --mpich (PyPI's
 # wheel, as scripts/env.sh sets it up; built into target/mpich); --emulated SHAPE brings up the
 # emulated cluster (scripts/emucluster.sh, 2 extra bridges per uplink, 300mbit uplinks, one rank
 # per host, `--mca mpi_yield_when_idle 1` as the demo runs) for the jobs and tears it down after.
 # --calls C: calls per size (predict_bench's argument, default 200).
+# --bind: one host, bind each rank to a core (round robin, several ranks to a core where they
+# outnumber the cores), so the ranks sharing a core stay the same through set-up and job.
 # --keep DIR: keep each job's output (job-K.txt), log (job-K.err) and profile (job-K.json, for
 # `treecast report`) in DIR; on the emulated cluster also its start-up probe measurements
 # (job-K.probe.json, TREECAST_PROBE_DUMP), so a job that inferred a wrong tree can be replayed
@@ -26,7 +30,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-runs=6 ranks=4 mpich=0 shape="" keep="" calls=200 prefix="${EMUCLUSTER_PREFIX:-tcpred}"
+runs=6 ranks=4 mpich=0 shape="" keep="" calls=200 bind=0 prefix="${EMUCLUSTER_PREFIX:-tcpred}"
 while [ $# -gt 0 ]; do
   case "$1" in
     --runs) runs="${2:?}"; shift 2;;
@@ -35,6 +39,7 @@ while [ $# -gt 0 ]; do
     --emulated) shape="${2:?}"; shift 2;;
     --keep) keep="${2:?}"; shift 2;;
     --calls) calls="${2:?}"; shift 2;;
+    --bind) bind=1; shift;;
     -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0;;
     *) echo "predict-stats: unknown argument $1" >&2; exit 2;;
   esac
@@ -43,6 +48,7 @@ for v in "$runs" "$ranks" "$calls"; do
   [[ "$v" =~ ^[1-9][0-9]*$ ]] || { echo "predict-stats: --runs, --ranks and --calls take positive numbers" >&2; exit 2; }
 done
 [ "$mpich" = 0 ] || [ -z "$shape" ] || { echo "predict-stats: --emulated runs Open MPI; drop --mpich" >&2; exit 2; }
+[ "$bind" = 0 ] || [ -z "$shape" ] || { echo "predict-stats: --bind is for one host; drop --emulated" >&2; exit 2; }
 
 if [ "$mpich" = 1 ]; then export TREECAST_MPI=mpich; fi
 . scripts/env.sh
@@ -72,8 +78,10 @@ launch() {
   if [ -n "$shape" ]; then
     "${emu[@]}" mpirun --mca mpi_yield_when_idle 1 "${env[@]}" "$bench" "$calls"
   elif [ "$mpich" = 1 ]; then
+    if [ "$bind" = 1 ]; then env+=(-bind-to core); fi
     mpirun -n "$ranks" "${env[@]}" "$bench" "$calls"
   else
+    if [ "$bind" = 1 ]; then env+=(--bind-to core:overload-allowed); fi
     mpirun --allow-run-as-root --oversubscribe -np "$ranks" "${env[@]}" "$bench" "$calls"
   fi
 }
@@ -85,6 +93,7 @@ elif [ "$mpich" = 1 ]; then
 else
   where="one host, $ranks ranks, Open MPI"
 fi
+if [ "$bind" = 1 ]; then where="$where, bound to cores"; fi
 
 failed=0 files=()
 for ((k = 1; k <= runs; k++)); do

@@ -15,8 +15,12 @@ the line of sizes whose calls moved, the verdict line). Per message size it prin
 - best constant: in how many jobs the one number that fits most of them (chosen after the fact)
   would be within 25% of the entries column's measured median: a reference for how far the
   job-to-job variation alone lets any prediction go that does not follow it.
+- placed: jobs whose calls of the size ran mostly in another grouping of ranks by CPU than the
+  set-up's calls of that size (where ranks outnumber cores the scheduler picks which share one).
 Then the jobs in which the goal was met (every size within 25%), both ways, and from the entries
-the jobs whose every miss is at a size that moved within the job.
+the jobs whose every miss is at a size that moved within the job; then how many of the cells
+missed from the entries ran in another grouping than the set-up's, and the jobs whose every miss
+did.
 
 Standard library only, so it runs wherever python3 does. Exit code 1 when no file held a result.
 """
@@ -29,6 +33,7 @@ ROW = re.compile(
     r"\s+(\d+)\s+\d+\s+([\d.]+)\s+([\d.]+|-)\s+([+-]\d+%|-)\s+\w+\s+\d+\s+([\d.]+)\s+([\d.]+)\s+([+-]\d+%|-)"
 )
 MOVED = re.compile(r"^sizes whose latest calls .*: (.*)$")
+PLACED = re.compile(r"^sizes whose calls ran mostly in another grouping .*?: (.*)$")
 GOAL = 0.25
 
 
@@ -60,7 +65,7 @@ def best_constant(measured):
 
 
 def parse(path):
-    rows, moved, verdict = {}, set(), None
+    rows, moved, placed, verdict = {}, set(), set(), None
     with open(path, errors="replace") as f:
         for line in f:
             m = ROW.match(line)
@@ -76,9 +81,12 @@ def parse(path):
             m = MOVED.match(line.strip())
             if m and m.group(1) != "none":
                 moved = {int(x.split()[0]) for x in m.group(1).split(", ")}
+            m = PLACED.match(line.strip())
+            if m and m.group(1) != "none":
+                placed = {int(x) for x in re.findall(r"(?:^|, )(\d+) B \(", m.group(1))}
             if line.startswith("median prediction within 25%"):
                 verdict = line
-    return (rows, moved) if verdict and rows else None
+    return (rows, moved, placed) if verdict and rows else None
 
 
 def span(errs):
@@ -96,40 +104,51 @@ def main(paths):
             jobs.append(r)
     if not jobs:
         return 1
-    sizes = sorted({s for rows, _ in jobs for s in rows})
+    sizes = sorted({s for rows, _, _ in jobs for s in rows})
     n = len(jobs)
     print(f"{n} jobs")
     print(
-        f"{'size':>9}  {'together':<18} {'entries':<18} {'moved':>5}  {'measured us (entries)':<24} {'r':>5}  best constant"
+        f"{'size':>9}  {'together':<18} {'entries':<18} {'moved':>5} {'placed':>6}  {'measured us (entries)':<24} {'r':>5}  best constant"
     )
     for s in sizes:
-        have = [rows[s] for rows, _ in jobs if s in rows]
+        have = [rows[s] for rows, _, _ in jobs if s in rows]
         tog = [h["together"] for h in have]
         ent = [h["entries"] for h in have]
         meas = [h["measured"] for h in have]
         pred = [h["predicted"] for h in have]
-        moved = sum(s in mv for rows, mv in jobs if s in rows)
+        moved = sum(s in mv for rows, mv, _ in jobs if s in rows)
+        placed = sum(s in pl for rows, _, pl in jobs if s in rows)
         r = corr(meas, pred)
         print(
             f"{s:>9}  {sum(map(within, tog)):>2}/{len(have):<2} {span(tog):<12} "
-            f"{sum(map(within, ent)):>2}/{len(have):<2} {span(ent):<12} {moved:>5}  "
+            f"{sum(map(within, ent)):>2}/{len(have):<2} {span(ent):<12} {moved:>5} {placed:>6}  "
             f"{min(meas):>9.1f} .. {max(meas):<11.1f} {'-' if r is None else f'{r:+.2f}':>5}  "
             f"{best_constant(meas)}/{len(have)}"
         )
-    cells = [(s, rows[s]) for rows, _ in jobs for s in rows]
+    cells = [(s, rows[s]) for rows, _, _ in jobs for s in rows]
     tog_cells = sum(within(c["together"]) for _, c in cells)
     ent_cells = sum(within(c["entries"]) for _, c in cells)
-    met_tog = sum(all(within(c["together"]) for c in rows.values()) for rows, _ in jobs)
-    met_ent = sum(all(within(c["entries"]) for c in rows.values()) for rows, _ in jobs)
-    explained = sum(
-        all(within(c["entries"]) or s in mv for s, c in rows.items())
-        and not all(within(c["entries"]) for c in rows.values())
-        for rows, mv in jobs
-    )
+    met_tog = sum(all(within(c["together"]) for c in rows.values()) for rows, _, _ in jobs)
+    met_ent = sum(all(within(c["entries"]) for c in rows.values()) for rows, _, _ in jobs)
+
+    def explained_by(other):
+        return sum(
+            all(within(c["entries"]) or s in other(mv, pl) for s, c in rows.items())
+            and not all(within(c["entries"]) for c in rows.values())
+            for rows, mv, pl in jobs
+        )
+
+    explained = explained_by(lambda mv, pl: mv)
+    by_cpus = explained_by(lambda mv, pl: pl)
+    missed = [(s in pl) for rows, _, pl in jobs for s, c in rows.items() if not within(c["entries"])]
     print(
         f"cells within 25%: together {tog_cells}/{len(cells)}, entries {ent_cells}/{len(cells)}; "
         f"goal met: together {met_tog}/{n}, entries {met_ent}/{n}; "
         f"missed from the entries only at sizes that moved within the job: {explained}/{n}"
+    )
+    print(
+        f"cells missed from the entries whose calls ran in another grouping of ranks by CPU than "
+        f"the set-up's: {sum(missed)}/{len(missed)}; jobs that missed only at such sizes: {by_cpus}/{n}"
     )
     return 0
 

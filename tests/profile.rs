@@ -102,10 +102,17 @@ fn profile_counts_calls_and_bytes_exactly() {
         .filter(|c| c.size == np || halves_fit)
         .collect();
     assert!(timed.len() >= 2, "{:#?}", report.communicators);
-    for t in timed.iter().flat_map(|c| &c.library_timing) {
+    for (label, t) in timed
+        .iter()
+        .flat_map(|c| c.library_timing.iter().map(|t| (&c.label, t)))
+    {
         assert_eq!(t.pass_median_s.len(), treecast::runtime::library_fit::PASSES, "{t:?}");
         assert!(t.pass_median_s.iter().all(|&m| m > 0.0 && m < 1.0), "{t:?}");
         assert!(t.scale.is_some_and(|x| (lo..=hi).contains(&x)), "{t:?}");
+        assert!(
+            t.cpu_groups.as_deref().is_some_and(is_cpu_groups_label),
+            "{label}: {t:?}"
+        );
         // A size is modelled as a shared-memory release exactly where the point-to-point
         // model can hardly be as fast as the calls (its scale at or near the lower limit), and
         // then with plausible costs (under MPICH, 1-16 KiB; under Open MPI, as a rule, none).
@@ -242,6 +249,14 @@ fn profile_counts_calls_and_bytes_exactly() {
             assert!(g.measured_median_s > 0.0 && g.predicted_median_s > 0.0, "{g:?}");
             let e = g.predicted_median_s / g.measured_median_s - 1.0;
             assert!((g.error.unwrap() - e).abs() < 1e-9, "{g:?}");
+            // Each rank's CPU was read in those calls: which ranks shared one.
+            let cpus = c.cpu_groups.as_ref().unwrap_or_else(|| panic!("no CPU groups: {c:#?}"));
+            assert!(is_cpu_groups_label(&cpus.most_calls), "{cpus:?}");
+            assert!(
+                cpus.known_calls >= 1 && cpus.most_calls_count <= cpus.known_calls,
+                "{cpus:?}"
+            );
+            assert!(cpus.setup_count <= cpus.known_calls, "{cpus:?}");
         }
         // The site-level prediction is labelled with the class, size and root it is for: the
         // class with the most calls.
@@ -531,6 +546,16 @@ fn render(svg: &std::path::Path) -> Png {
     }
 }
 
+/// A grouping of ranks by CPU as `profile::placement::label` writes it: `none`, or groups of
+/// two or more rank numbers joined by `+`, separated by spaces.
+fn is_cpu_groups_label(s: &str) -> bool {
+    s == "none"
+        || s.split(' ').all(|g| {
+            let ranks: Vec<&str> = g.split('+').collect();
+            ranks.len() >= 2 && ranks.iter().all(|r| r.parse::<u32>().is_ok())
+        })
+}
+
 /// `predict_bench` (issue 23's benchmark) runs under mpirun and prints a row per size, the
 /// line of sizes whose calls moved within the job and the verdict; and
 /// `scripts/predict_stats_report.py`, which tallies its outputs over jobs
@@ -549,6 +574,10 @@ fn predict_bench_output_is_what_the_tally_reads() {
     assert!(text.contains("median prediction within 25%"), "{text}");
     assert!(
         text.contains("moved by more than a factor of 1.25 from all their calls: "),
+        "{text}"
+    );
+    assert!(
+        text.contains("another grouping of ranks by CPU than the set-up's: "),
         "{text}"
     );
     let dir = std::env::temp_dir().join(format!("treecast-predict-tally-{}", std::process::id()));
@@ -579,6 +608,10 @@ fn predict_bench_output_is_what_the_tally_reads() {
     }
     assert!(tally_text.contains("cells within 25%: together "), "{tally_text}");
     assert!(tally_text.contains("/8, entries "), "{tally_text}");
+    assert!(
+        tally_text.contains("cells missed from the entries whose calls ran in another grouping"),
+        "{tally_text}"
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }
 

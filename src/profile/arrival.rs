@@ -18,6 +18,9 @@ use super::LastCall;
 /// One rank's calls every rank timed, with the map of its clock to rank 0's.
 pub struct RankCalls<'a> {
     pub rank: u32,
+    /// The rank's kernel (boot id; 0 unknown), which tells its CPU numbers from another
+    /// host's.
+    pub kernel: u64,
     pub clock: super::offset::ClockMap,
     pub calls: &'a [LastCall],
 }
@@ -30,6 +33,9 @@ pub struct AlignedCall {
     pub bytes: u64,
     pub by_mpi: bool,
     pub ranks: Vec<(u32, f64, f64)>,
+    /// Each rank's (kernel, CPU) at the end of the call, in the order of `ranks`, where read
+    /// (`super::placement`); empty where not gathered.
+    pub cpus: Vec<Option<(u64, u32)>>,
 }
 
 impl AlignedCall {
@@ -75,16 +81,18 @@ pub fn align(ranks: &[RankCalls<'_>]) -> Vec<AlignedCall> {
             let Some(l) = r.calls.iter().find(|l| l.seq == c.seq) else {
                 break;
             };
-            parts.push((r.rank, r.clock.to_rank0(l.enter_s), r.clock.to_rank0(l.done_s)));
+            let cpu = l.cpu.filter(|_| r.kernel != 0).map(|cpu| (r.kernel, cpu));
+            parts.push(((r.rank, r.clock.to_rank0(l.enter_s), r.clock.to_rank0(l.done_s)), cpu));
         }
-        if parts.len() == ranks.len() && parts.iter().all(|p| p.1.is_finite() && p.2.is_finite()) {
-            parts.sort_by_key(|p| p.0);
+        if parts.len() == ranks.len() && parts.iter().all(|p| p.0 .1.is_finite() && p.0 .2.is_finite()) {
+            parts.sort_by_key(|p| p.0 .0);
             out.push(AlignedCall {
                 seq: c.seq,
                 root: c.root,
                 bytes: c.bytes,
                 by_mpi: c.by_mpi,
-                ranks: parts,
+                ranks: parts.iter().map(|p| p.0).collect(),
+                cpus: parts.iter().map(|p| p.1).collect(),
             });
         }
     }
@@ -153,6 +161,7 @@ mod tests {
             enter_s,
             done_s,
             by_mpi: false,
+            cpu: None,
         }
     }
 
@@ -164,11 +173,13 @@ mod tests {
         let a = align(&[
             RankCalls {
                 rank: 0,
+                kernel: 1,
                 clock: crate::profile::offset::ClockMap::constant(0.0),
                 calls: &r0,
             },
             RankCalls {
                 rank: 1,
+                kernel: 1,
                 clock: crate::profile::offset::ClockMap::constant(1.0),
                 calls: &r1,
             },
@@ -197,6 +208,7 @@ mod tests {
                         (1, t0 + 1e-6, t0 + late + 20e-6),
                         (2, t0 + late, t0 + late + 20e-6),
                     ],
+                    cpus: vec![],
                 }
             })
             .collect();
@@ -214,6 +226,7 @@ mod tests {
                 bytes: 1 << 20,
                 by_mpi: false,
                 ranks: vec![(0, 0.0, 1e-3), (1, 2e-6, 2e-3)],
+                cpus: vec![],
             })
             .collect();
         let r = analyse(&slow).unwrap();

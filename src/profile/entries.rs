@@ -150,6 +150,7 @@ mod tests {
             bytes: 4096,
             by_mpi: false,
             ranks,
+            cpus: vec![],
         }
     }
 

@@ -149,6 +149,7 @@ fn class_report(
     class: u8,
     m: ClassMerge,
     aligned: &[super::arrival::AlignedCall],
+    setup_timing: &[super::report::LibraryTimingReport],
 ) -> SizeClassReport {
     let (min_bytes, max_bytes) = class_bytes(class);
     let mean = if m.calls > 0 {
@@ -169,6 +170,10 @@ fn class_report(
     let in_class = || aligned.iter().filter(|c| crate::plan::size_class(c.bytes) == class);
     let train = super::entries::call_train(in_class());
     let predicted = st.predict_time(predicted_root, predicted_bytes, train);
+    let setup_groups = setup_timing
+        .iter()
+        .find(|t| crate::plan::size_class(t.bytes) == class)
+        .and_then(|t| t.cpu_groups.clone());
     SizeClassReport {
         class,
         min_bytes,
@@ -185,6 +190,11 @@ fn class_report(
         given_entries: super::entries::given_entries(in_class(), st.size(), |root, bytes, enters| {
             st.predict_given_entries(root, bytes, enters, train)
         }),
+        cpu_groups: super::placement::class_groups(
+            in_class(),
+            setup_groups.as_deref(),
+            st.rank_roles(predicted_root, predicted_bytes).as_deref(),
+        ),
     }
 }
 
@@ -315,6 +325,7 @@ fn merge(st: &dyn ProfiledComm, ranks: &[RankWire]) -> CommReport {
         }
     }
     let mut sites_out = Vec::new();
+    let setup_timing = st.library_timing();
     for (site, entries) in by_site {
         let mut time = Histogram::default();
         let mut cmp_mpi = Histogram::default();
@@ -392,6 +403,7 @@ fn merge(st: &dyn ProfiledComm, ranks: &[RankWire]) -> CommReport {
                     bytes: first.bytes,
                     by_mpi: parts.iter().any(|(_, l)| l.by_mpi),
                     ranks,
+                    cpus: vec![],
                 },
             ))
         });
@@ -401,6 +413,7 @@ fn merge(st: &dyn ProfiledComm, ranks: &[RankWire]) -> CommReport {
                 .iter()
                 .map(|(r, s)| super::arrival::RankCalls {
                     rank: r.rank,
+                    kernel: r.boot_id,
                     clock: r.clock_map(),
                     calls: &s.common,
                 })
@@ -413,7 +426,7 @@ fn merge(st: &dyn ProfiledComm, ranks: &[RankWire]) -> CommReport {
             .map(|c| timeline(st, c));
         let size_classes: Vec<SizeClassReport> = classes
             .into_iter()
-            .map(|(class, m)| class_report(st, class, m, &aligned))
+            .map(|(class, m)| class_report(st, class, m, &aligned, &setup_timing))
             .collect();
         // The site-level prediction is its dominant class's (most calls, larger class on ties).
         let dominant = size_classes.iter().max_by_key(|c| (c.calls, c.class));
@@ -470,7 +483,7 @@ fn merge(st: &dyn ProfiledComm, ranks: &[RankWire]) -> CommReport {
         routes: st.routes(),
         shared_cpus,
         link_buckets: st.link_buckets(),
-        library_timing: st.library_timing(),
+        library_timing: setup_timing,
         message_overhead: st.message_overhead(),
     }
 }

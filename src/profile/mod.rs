@@ -21,6 +21,7 @@ pub mod entries;
 mod gather;
 pub mod hist;
 pub mod offset;
+pub mod placement;
 pub mod render;
 pub mod report;
 mod sites;
@@ -89,6 +90,10 @@ pub struct LastCall {
     /// Performed by the MPI library's `MPI_Bcast`, not by treecast (see [`record_mpi_bcast`]).
     #[serde(default)]
     pub by_mpi: bool,
+    /// The CPU this rank finished the call on, where it was read (the calls every rank times:
+    /// [`placement`]).
+    #[serde(default)]
+    pub cpu: Option<u32>,
 }
 
 /// One site's calls of one message-size class on one rank.
@@ -287,6 +292,11 @@ pub trait ProfiledComm {
         enters: &[Vec<f64>],
         train: Option<crate::estimate::bucket::CallTrain>,
     ) -> Vec<Option<Vec<f64>>>;
+    /// Each rank's role in the plan predicted for `bytes` from `root` (`Plan::rank_roles`):
+    /// which ranks sharing a CPU are interchangeable (`placement`). `None`: not known.
+    fn rank_roles(&self, _root: u32, _bytes: u64) -> Option<Vec<(u32, u32)>> {
+        None
+    }
     /// The token buckets predictions charge (found at set-up; empty without).
     fn link_buckets(&self) -> Vec<report::LinkBucketReport>;
     /// The library's broadcast timed at set-up on one host (empty without).

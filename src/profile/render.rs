@@ -2,7 +2,7 @@
 
 use super::report::{CommReport, Predicted, ProfileReport, SampleCall, SiteReport, SizeClassReport, TimeStats};
 use crate::util::svg::{fmt_time, ticks, Stroke, Svg};
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write;
 
 fn us(s: f64) -> String {
@@ -238,6 +238,50 @@ fn moved_notes(rows: &[ErrRow<'_>]) -> String {
     out
 }
 
+/// One note per site and pair of groupings for the classes whose calls every rank timed ran
+/// mostly with other ranks sharing a CPU than the set-up's calls of their size
+/// (`profile::placement`): where ranks outnumber cores the scheduler picks which share one,
+/// and a miss there is the placement's as much as the model's.
+fn placement_notes(c: &CommReport) -> String {
+    let shared = |l: &str| {
+        if l == "none" {
+            "no two ranks sharing a CPU".to_string()
+        } else {
+            format!("ranks {l} sharing a CPU")
+        }
+    };
+    let mut out = String::new();
+    for s in &c.sites {
+        // (calls' grouping, set-up's) -> (classes, calls so placed, calls read)
+        let mut by_pair: BTreeMap<(&str, &str), (Vec<String>, u64, u64)> = BTreeMap::new();
+        for k in &s.size_classes {
+            let Some(g) = k.cpu_groups.as_ref().filter(|g| g.unlike_setup()) else {
+                continue;
+            };
+            let e = by_pair
+                .entry((g.most_calls.as_str(), g.setup.as_deref().unwrap_or("none")))
+                .or_default();
+            e.0.push(class_range(k));
+            e.1 += g.most_calls_count;
+            e.2 += g.known_calls;
+        }
+        for ((calls, setup), (classes, placed, known)) in by_pair {
+            let _ = writeln!(
+                out,
+                "  note: {} [{}]: {placed} of the {known} calls every rank timed ran with {}, the set-up's calls of \
+                 these sizes mostly with {}: the scheduler placed the ranks otherwise than when the costs were \
+                 measured, and the same broadcast runs at another speed by that alone; binding ranks to cores \
+                 (mpirun --bind-to core) keeps one placement",
+                shorten(&s.site, 30),
+                classes.join(", "),
+                shared(calls),
+                shared(setup),
+            );
+        }
+    }
+    out
+}
+
 /// Prediction error per site and size class: the measured median of per-rank call durations
 /// against the prediction comparable with it (the median rank's predicted time in the call when
 /// the job calibrated its costs at set-up, else the contention-free completion); then, where
@@ -300,6 +344,7 @@ fn error_text(o: &mut String, c: &CommReport, mpi_library: &str) {
     let paced = paced_notes(&rows);
     let changed = host_change_notes(&rows, c);
     let moved = moved_notes(&rows);
+    let placed = placement_notes(c);
     for (label, t, p, g, _) in rows {
         let entries = match g {
             Some(g) => format!(
@@ -325,6 +370,7 @@ fn error_text(o: &mut String, c: &CommReport, mpi_library: &str) {
     o.push_str(&paced);
     o.push_str(&changed);
     o.push_str(&moved);
+    o.push_str(&placed);
     if !mpi_library.is_empty() && mpi_library != "Open MPI" && c.routes.iter().any(|r| r.route == "library") {
         let _ = writeln!(
             o,
@@ -1227,6 +1273,7 @@ mod tests {
                             }),
                             prediction_error: Some(-0.3),
                             given_entries: None,
+                            cpu_groups: None,
                         },
                         SizeClassReport {
                             class: 10,
@@ -1258,6 +1305,7 @@ mod tests {
                                 predicted_median_s: 2e-5,
                                 error: Some(-0.2),
                             }),
+                            cpu_groups: None,
                         },
                     ],
                     compare: Some(Compare {
@@ -1551,6 +1599,7 @@ mod tests {
                     root_s: 0.35e-6,
                     root_waits: false,
                 }),
+                cpu_groups: None,
             },
         );
         let t = text(&r);
@@ -1608,6 +1657,39 @@ mod tests {
             class.predicted_bytes = bytes;
             assert!(!text(&r).contains(note), "{g:?} {bytes}");
         }
+    }
+
+    /// Where most of a class's calls ran with other ranks sharing a CPU than the set-up's calls
+    /// of its size, the report says so, naming both groupings; where most ran as at set-up, or
+    /// the set-up did not read its CPUs, nothing.
+    #[test]
+    fn calls_placed_otherwise_than_at_set_up_are_noted() {
+        use super::super::report::CpuGroups;
+        let mut r = sample();
+        let set = |r: &mut ProfileReport, setup: Option<&str>, setup_count: u64| {
+            r.communicators[0].sites[0].size_classes[1].cpu_groups = Some(CpuGroups {
+                most_calls: "1+2".into(),
+                known_calls: 64,
+                most_calls_count: 60,
+                setup: setup.map(str::to_string),
+                setup_count,
+            });
+        };
+        let note = "the scheduler placed the ranks otherwise";
+        set(&mut r, Some("0+2"), 4);
+        let t = text(&r);
+        assert!(t.contains(note), "{t}");
+        assert!(
+            t.contains("60 of the 64 calls every rank timed ran with ranks 1+2 sharing a CPU, the set-up's calls of these sizes mostly with ranks 0+2 sharing a CPU"),
+            "{t}"
+        );
+        set(&mut r, Some("none"), 0);
+        assert!(text(&r).contains("no two ranks sharing a CPU"), "{}", text(&r));
+        // Half or more as at set-up, or no set-up grouping: nothing to say.
+        set(&mut r, Some("0+2"), 32);
+        assert!(!text(&r).contains(note), "{}", text(&r));
+        set(&mut r, None, 0);
+        assert!(!text(&r).contains(note), "{}", text(&r));
     }
 
     /// Where the latest calls' median moved by more than a factor of 1.25 from all the timed

@@ -90,6 +90,10 @@ pub struct LibraryTimingReport {
     /// release (`estimate::release`), which predicts the library's broadcasts of this size.
     #[serde(default)]
     pub release: Option<ReleaseReport>,
+    /// The ranks sharing a CPU in most of these calls (`profile::placement::label`, e.g.
+    /// `1+2`; `None`: not read).
+    #[serde(default)]
+    pub cpu_groups: Option<String>,
 }
 
 /// A library broadcast of one size modelled as a shared-memory release (seconds).
@@ -316,6 +320,36 @@ pub struct SizeClassReport {
     /// which has no field names, so a skipped field would shift every later one.)
     #[serde(default)]
     pub given_entries: Option<GivenEntries>,
+    /// Which ranks shared a CPU in the calls every rank timed, against the set-up's calls of
+    /// the class's size (`profile::placement`); `None` where no call's CPUs were all read.
+    #[serde(default)]
+    pub cpu_groups: Option<CpuGroups>,
+}
+
+/// Which ranks shared a CPU in a size class's calls every rank timed (groupings as
+/// `profile::placement::label` writes them), and in the set-up's calls of its size.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct CpuGroups {
+    /// The most frequent grouping in the class's calls, counting as one the groupings that put
+    /// ranks of the same roles in the plan together (the root with either leaf of a 3-rank
+    /// tree); the first such call's.
+    pub most_calls: String,
+    /// Calls whose every rank's CPU was read.
+    pub known_calls: u64,
+    /// Of those, calls in `most_calls` or one like it.
+    pub most_calls_count: u64,
+    /// The set-up's most frequent grouping at the class's size (`None`: not timed there, or
+    /// not read), and how many of the class's calls ran in it or one like it.
+    pub setup: Option<String>,
+    pub setup_count: u64,
+}
+
+impl CpuGroups {
+    /// Whether most of the class's calls ran in another grouping than the set-up's calls of
+    /// its size: the scale fitted there need not hold for them (`profile::placement`).
+    pub fn unlike_setup(&self) -> bool {
+        self.setup.is_some() && 2 * self.setup_count < self.known_calls
+    }
 }
 
 /// Predicted against measured per-rank times in the call over a size class's calls that every

@@ -67,6 +67,9 @@ struct Last {
     by_mpi: bool,
     /// Start and end, clock ticks.
     span: (u64, u64),
+    /// The CPU the call finished on, read only for the calls every rank times
+    /// (`super::placement`).
+    cpu: Option<u32>,
 }
 
 impl Last {
@@ -79,6 +82,7 @@ impl Last {
             enter_s,
             done_s,
             by_mpi: self.by_mpi,
+            cpu: self.cpu,
         }
     }
 }
@@ -148,7 +152,7 @@ impl Cell {
 
     /// Add a timed call's duration and adapt the stride to it; `forced`: timed on every rank
     /// whatever the sample (a compared call, or every call timed).
-    fn timed(&mut self, seconds: f64, last: Last, timed_cost_s: f64, forced: bool) {
+    fn timed(&mut self, seconds: f64, mut last: Last, timed_cost_s: f64, forced: bool) {
         self.time.add(seconds);
         if seconds.is_finite() && seconds >= 0.0 {
             self.mean_s = if self.time.count() == 1 {
@@ -161,10 +165,11 @@ impl Cell {
         }
         // A cell's first call is timed on every rank too (strides start at 1).
         let everywhere = common_sample(last.seq) || self.last.is_none();
-        if everywhere {
-            self.last_common = Some(last);
-        }
         if everywhere || forced {
+            last.cpu = super::placement::current_cpu();
+            if everywhere {
+                self.last_common = Some(last);
+            }
             if self.common.len() == COMMON_KEEP {
                 self.common.pop_front();
             }
@@ -321,6 +326,7 @@ impl Tally {
             bytes: p.bytes,
             by_mpi: p.by_mpi,
             span: (start, end),
+            cpu: None,
         };
         c.timed(
             seconds,
@@ -413,6 +419,7 @@ mod tests {
                     bytes: p.bytes,
                     by_mpi: false,
                     span: (start, start),
+                    cpu: None,
                 };
                 c.timed(d, last, 45e-9, false);
                 if seq % 2 == 0 {

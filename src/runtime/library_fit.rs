@@ -26,6 +26,7 @@ use crate::estimate::curve_fit::{
 use crate::estimate::release::{self, ReleaseCost};
 use crate::estimate::send_curve::SendCurve;
 use crate::exec::raw;
+use crate::profile::placement;
 use mpi::ffi::MPI_Comm;
 
 /// Passes over the sizes, whose calls are fitted together. The state of a busy host can change
@@ -76,8 +77,17 @@ pub fn applies(hosts: &Hosts) -> bool {
 }
 
 /// Numbers per size in what [`measure`] fits and keeps: the kept scale, the release costs
-/// (release, copy, root, whether the root waits), then each pass's median (NaN: none).
+/// (release, copy, root, whether the root waits), then each pass's median (NaN: none). After
+/// every size's, per size the most frequent grouping of the ranks by CPU in its calls, one
+/// number per rank (`profile::placement::grouping`; NaN: unknown).
 const PER_SIZE: usize = 5 + PASSES;
+/// Numbers per rank and timed call: entry, exit, the CPU it finished on (NaN: unknown).
+const PER_CALL: usize = 3;
+
+/// The length of what [`measure`] keeps for `nranks` ranks.
+fn kept_len(nranks: u32) -> usize {
+    FIT_SIZES.len() * (PER_SIZE + nranks as usize)
+}
 
 /// Collective over `comm` (every rank on one host, [`applies`]): the scales and what each
 /// size read, the same on every rank (`None` when no size could be fitted). `curve` and
@@ -96,7 +106,7 @@ pub unsafe fn measure(
     shared: &Shared,
 ) -> Result<Option<(CurveScale, Vec<LibraryTiming>)>> {
     let key = shared.ranks();
-    let out = match shared.lookup(comm, &[key], FIT_SIZES.len() * PER_SIZE)?.pop().flatten() {
+    let out = match shared.lookup(comm, &[key], kept_len(nranks))?.pop().flatten() {
         Some(out) => {
             if rank == 0 {
                 log_kept(nranks, &out);
@@ -116,10 +126,12 @@ pub unsafe fn measure(
             .map(|(&b, o)| (b, o[0]))
             .collect(),
     );
+    let (fits, groupings) = out.split_at(FIT_SIZES.len() * PER_SIZE);
     let timing = FIT_SIZES
         .iter()
-        .zip(out.chunks_exact(PER_SIZE))
-        .map(|(&bytes, o)| LibraryTiming {
+        .zip(fits.chunks_exact(PER_SIZE))
+        .zip(groupings.chunks_exact(nranks as usize))
+        .map(|((&bytes, o), g)| LibraryTiming {
             bytes,
             pass_median_s: o[5..].to_vec(),
             scale: o[0].is_finite().then_some(o[0]),
@@ -129,6 +141,7 @@ pub unsafe fn measure(
                 root_s: o[3],
                 root_waits: o[4] > 0.5,
             }),
+            cpu_grouping: g.iter().map(|&x| x.is_finite().then_some(x as u32)).collect(),
         })
         .collect();
     Ok(scale.map(|s| (s, timing)))
@@ -161,14 +174,15 @@ unsafe fn time_and_fit(comm: MPI_Comm, rank: u32, nranks: u32, curve: &SendCurve
                 raw::bcast_bytes(&mut buf[..bytes as usize], 0, comm)?;
                 let c1 = clock.now();
                 if k >= warmup {
-                    mine.extend([t0, t0 + clock.seconds(c0, c1)]);
+                    let cpu = placement::current_cpu().map_or(f64::NAN, f64::from);
+                    mine.extend([t0, t0 + clock.seconds(c0, c1), cpu]);
                 }
             }
         }
     }
     let mut all = vec![0.0f64; mine.len() * nranks as usize];
     raw::allgather(&mine, &mut all, comm)?;
-    let mut out = vec![f64::NAN; FIT_SIZES.len() * PER_SIZE];
+    let mut out = vec![f64::NAN; kept_len(nranks)];
     if rank == 0 {
         let froms: Vec<usize> = (0..PASSES).map(|p| p * mine.len() / PASSES).collect();
         // Each pass's own scale is only for the log; fitting it doubled the fitting time
@@ -191,13 +205,20 @@ unsafe fn time_and_fit(comm: MPI_Comm, rank: u32, nranks: u32, curve: &SendCurve
         if logged {
             log_fit(nranks, &passes, &pooled);
         }
-        for (i, o) in out.chunks_exact_mut(PER_SIZE).enumerate() {
+        let at = FIT_SIZES.len() * PER_SIZE;
+        for (i, o) in out[..at].chunks_exact_mut(PER_SIZE).enumerate() {
             o[0] = pooled[i].scale.unwrap_or(f64::NAN);
             if let Some(r) = pooled[i].release {
                 o[1..5].copy_from_slice(&[r.release_s, r.copy_s, r.root_s, f64::from(u8::from(r.root_waits))]);
             }
             for (p, pass) in passes.iter().enumerate() {
                 o[5 + p] = pass[i].measured_s;
+            }
+        }
+        let groupings = most_frequent_groupings(&all, nranks as usize, mine.len(), &froms);
+        for (o, g) in out[at..].chunks_exact_mut(nranks as usize).zip(groupings) {
+            for (x, lead) in o.iter_mut().zip(g.into_iter().flatten()) {
+                *x = f64::from(lead);
             }
         }
     }
@@ -243,13 +264,13 @@ fn fit(
             let timed = calls(bytes).1;
             let tc: Vec<TimedCall> = froms
                 .iter()
-                .flat_map(|&from| (0..timed).map(move |k| from + offset + 2 * k))
+                .flat_map(|&from| (0..timed).map(move |k| from + offset + PER_CALL * k))
                 .map(|i| TimedCall {
                     enter: (0..nranks).map(|r| all[r * per_rank + i]).collect(),
                     leave: (0..nranks).map(|r| all[r * per_rank + i + 1]).collect(),
                 })
                 .collect();
-            offset += 2 * timed;
+            offset += PER_CALL * timed;
             // The ranks whose median is read and reproduced: those that waited for their data
             // where the library sends it ([`SENDS_MESSAGES`]) and their times tell them apart.
             let over = if SENDS_MESSAGES && found_data_below(curve, bytes).is_some() {
@@ -271,6 +292,32 @@ fn fit(
                 scale,
                 release,
             }
+        })
+        .collect()
+}
+
+/// Per size, the most frequent grouping of the ranks by CPU over the calls of the passes
+/// starting at `froms` (`all` as [`fit`] reads it; `None` where no call's CPUs were all
+/// known). The ranks are on one host, so on one kernel.
+fn most_frequent_groupings(all: &[f64], nranks: usize, per_rank: usize, froms: &[usize]) -> Vec<Option<Vec<u32>>> {
+    let mut offset = 0;
+    FIT_SIZES
+        .iter()
+        .map(|&bytes| {
+            let timed = calls(bytes).1;
+            let groupings: Vec<Option<Vec<u32>>> = froms
+                .iter()
+                .flat_map(|&from| (0..timed).map(move |k| from + offset + PER_CALL * k))
+                .map(|i| {
+                    let cpus: Vec<Option<(u64, u32)>> = (0..nranks)
+                        .map(|r| all[r * per_rank + i + 2])
+                        .map(|c| (c.is_finite() && c >= 0.0).then_some((1, c as u32)))
+                        .collect();
+                    placement::grouping(&cpus)
+                })
+                .collect();
+            offset += PER_CALL * timed;
+            placement::most_frequent(groupings.iter().map(|g| g.as_deref())).map(|(g, _, _)| g)
         })
         .collect()
 }

@@ -304,6 +304,13 @@ impl Planner {
                     root_s: r.root_s,
                     root_waits: r.root_waits,
                 }),
+                cpu_groups: t
+                    .cpu_grouping
+                    .iter()
+                    .copied()
+                    .collect::<Option<Vec<u32>>>()
+                    .filter(|g| !g.is_empty())
+                    .map(|g| crate::profile::placement::label(&g)),
             })
             .collect()
     }
@@ -400,7 +407,7 @@ impl Planner {
 
     /// The plan a prediction is for: the library's algorithm (`plan::library_plan`, Open MPI's
     /// decision table) when the calls took the library's route, else the plan for the class.
-    fn predicted_plan(&self, root: u32, bytes: u64, library_route: bool) -> Plan {
+    pub fn predicted_plan(&self, root: u32, bytes: u64, library_route: bool) -> Plan {
         let class = crate::plan::size_class(bytes);
         if library_route && self.calibrated.is_some() && self.nranks > 1 && class > 0 {
             return self.library_plan(root, class);

@@ -548,6 +548,13 @@ impl crate::profile::ProfiledComm for CommState {
         self.planner
             .predict_given_entries(root, bytes, self.library_route(root, bytes), enters, train)
     }
+    fn rank_roles(&self, root: u32, bytes: u64) -> Option<Vec<(u32, u32)>> {
+        Some(
+            self.planner
+                .predicted_plan(root, bytes, self.library_route(root, bytes))
+                .rank_roles(),
+        )
+    }
     fn link_buckets(&self) -> Vec<crate::profile::report::LinkBucketReport> {
         self.planner.link_buckets()
     }

@@ -152,6 +152,36 @@ pub fn class_max_segments(class: u8) -> u32 {
 }
 
 impl Plan {
+    /// Each rank's role in the plan: its depth (hops from the root along the first message it
+    /// receives) and how many ranks it sends to. Ranks of equal roles are interchangeable for
+    /// what sharing a CPU does to the broadcast (the two leaves of a 3-rank tree: the root
+    /// sharing a core with either is the same placement).
+    pub fn rank_roles(&self) -> Vec<(u32, u32)> {
+        let n = self.nranks as usize;
+        let parent: Vec<Option<u32>> = self
+            .ops
+            .iter()
+            .map(|ops| ops.iter().find(|o| !o.is_send()).map(Op::peer))
+            .collect();
+        (0..n)
+            .map(|r| {
+                let (mut depth, mut at) = (0u32, r);
+                // At most n hops: a plan whose first receives form a cycle gets depth n.
+                while at as u32 != self.root && (depth as usize) < n {
+                    let Some(Some(p)) = parent.get(at) else { break };
+                    depth += 1;
+                    at = *p as usize;
+                }
+                let mut peers: Vec<u32> = self.ops.get(r).map_or_else(Vec::new, |ops| {
+                    ops.iter().filter(|o| o.is_send()).map(Op::peer).collect()
+                });
+                peers.sort_unstable();
+                peers.dedup();
+                (depth, peers.len() as u32)
+            })
+            .collect()
+    }
+
     /// A plan in which nobody communicates (a communicator of one rank, or an empty message).
     pub fn empty(nranks: u32, root: u32, algorithm: &str) -> Plan {
         Plan {
@@ -376,6 +406,17 @@ impl Plan {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn roles_are_depth_and_fan_out() {
+        // Open MPI's binary tree for 4 ranks: 0 -> 1, 2; 1 -> 3. Every rank differs.
+        let p = Plan::from_tree(0, &[vec![1, 2], vec![3], vec![], vec![]], 4, "binary");
+        assert_eq!(p.rank_roles(), vec![(0, 2), (1, 1), (1, 0), (2, 0)]);
+        // 3 ranks: the two leaves have one role.
+        let p = Plan::from_tree(2, &[vec![], vec![], vec![0, 1]], 1, "flat");
+        assert_eq!(p.rank_roles(), vec![(1, 0), (1, 0), (0, 2)]);
+        assert_eq!(Plan::empty(2, 0, "none").rank_roles(), vec![(0, 0), (0, 0)]);
+    }
 
     #[test]
     fn seg_bounds_cover_exactly() {

@@ -35,6 +35,10 @@ pub struct LibraryTiming {
     /// Where the scale is at or near its lower limit, the calls fitted as a release instead
     /// (`super::release`), which the library's broadcasts of this size are predicted with.
     pub release: Option<super::release::ReleaseCost>,
+    /// The ranks' most frequent grouping by CPU in these calls: for each rank, the lowest rank
+    /// that ran on the same CPU (`None`: not read). Where ranks outnumber cores the scheduler
+    /// picks it, and the same broadcast runs at different speeds by it alone.
+    pub cpu_grouping: Vec<Option<u32>>,
 }
 
 impl LibraryTiming {
@@ -270,6 +274,7 @@ mod tests {
             pass_median_s: p,
             scale: Some(1.0),
             release: None,
+            cpu_grouping: vec![],
         };
         assert!(!t(vec![3.1e-6, 3.0e-6]).passes_disagree());
         assert!(!t(vec![2.0e-6, 2.45e-6]).passes_disagree());
