@@ -10,7 +10,8 @@
 //! scale fitted in one predicts the other. So each call every rank times records the CPU each
 //! rank finished it on, the set-up's calls too, and the report says when the class's calls ran
 //! mostly in another grouping than the set-up's calls of that size: a miss there is the
-//! scheduler's, which binding ranks to cores (`mpirun --bind-to core`) takes away.
+//! scheduler's, which binding ranks to cores (Open MPI: `mpirun --bind-to core:overload-allowed`, round robin)
+//! takes away.
 //!
 //! Pure: groupings from CPU numbers, tested without MPI.
 

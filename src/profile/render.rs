@@ -271,7 +271,7 @@ fn placement_notes(c: &CommReport) -> String {
                 "  note: {} [{}]: {placed} of the {known} calls every rank timed ran with {}, the set-up's calls of \
                  these sizes mostly with {}: the scheduler placed the ranks otherwise than when the costs were \
                  measured, and the same broadcast runs at another speed by that alone; binding ranks to cores \
-                 (mpirun --bind-to core) keeps one placement",
+                 (Open MPI: mpirun --bind-to core:overload-allowed) keeps one placement",
                 shorten(&s.site, 30),
                 classes.join(", "),
                 shared(calls),
