@@ -615,22 +615,73 @@ fn predict_bench_output_is_what_the_tally_reads() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// `mpi-examples/NAME.c` built with mpicc (warnings as errors) into the target directory.
+fn build_c_example(name: &str) -> std::path::PathBuf {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let exe = common::target_dir().join(format!("{name}_test"));
+    let status = std::process::Command::new(common::mpicc())
+        .args(["-O2", "-Wall", "-Werror"])
+        .arg(root.join(format!("mpi-examples/{name}.c")))
+        .arg("-o")
+        .arg(&exe)
+        .status()
+        .expect("mpicc runs");
+    assert!(status.success(), "mpicc failed on mpi-examples/{name}.c");
+    exe
+}
+
+/// A C example given a bad argument ("0") exits with an error saying `message`, not a run.
+fn refuses_bad_arguments(exe: &std::path::Path, message: &str) {
+    let bad = mpirun(1, exe, &["0"], &[], 120);
+    assert!(!bad.status.success());
+    let stderr = String::from_utf8_lossy(&bad.stderr);
+    assert!(stderr.contains(message), "{stderr}");
+}
+
+/// `mpi-examples/bcast_placement.c`, the plain MPI program the README's account of which ranks
+/// share a core names: it builds with mpicc, runs, and prints one row per block of calls with a
+/// positive median and the groupings of ranks by CPU, whose counts add up to the block.
+#[test]
+fn bcast_placement_prints_each_block_with_its_groupings() {
+    let exe = build_c_example("bcast_placement");
+    let out = mpirun(3, &exe, &["65536", "60", "20"], &[], 300);
+    let text = succeeded(&out, "bcast_placement");
+    let rows: Vec<&str> = text.lines().filter(|l| l.starts_with("calls ")).collect();
+    assert_eq!(rows.len(), 3, "{text}");
+    for row in rows {
+        let (time, groups) = row
+            .split_once(": ")
+            .expect("a block")
+            .1
+            .split_once(" us;")
+            .expect("a time");
+        assert!(time.parse::<f64>().is_ok_and(|t| t > 0.0), "{row}");
+        // "0+3 1+2=50 none=3": groupings (which may hold spaces), each followed by "=count".
+        let (mut calls, mut label) = (0u32, Vec::new());
+        for token in groups.split_whitespace() {
+            match token.split_once('=') {
+                Some((last, count)) => {
+                    label.push(last);
+                    assert!(is_cpu_groups_label(&label.join(" ")), "{label:?} in {row}");
+                    calls += count.parse::<u32>().expect("a count");
+                    label.clear();
+                }
+                None => label.push(token),
+            }
+        }
+        assert!(label.is_empty(), "{row}");
+        assert_eq!(calls, 20, "{row}");
+    }
+    refuses_bad_arguments(&exe, "BYTES, CALLS and BLOCK must be positive");
+}
+
 /// `mpi-examples/bcast_windows.c`, the plain MPI program the README's account of one-host
 /// predictions names (how steady the library's own broadcast is within a job): it builds with
 /// mpicc, runs, and prints one row per size with one positive median per window and the
 /// spread between them.
 #[test]
 fn bcast_windows_prints_each_size_and_window() {
-    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
-    let exe = common::target_dir().join("bcast_windows_test");
-    let status = std::process::Command::new(common::mpicc())
-        .args(["-O2", "-Wall", "-Werror"])
-        .arg(root.join("mpi-examples/bcast_windows.c"))
-        .arg("-o")
-        .arg(&exe)
-        .status()
-        .expect("mpicc runs");
-    assert!(status.success(), "mpicc failed on mpi-examples/bcast_windows.c");
+    let exe = build_c_example("bcast_windows");
     let out = mpirun(2, &exe, &["3", "5"], &[], 300);
     let text = succeeded(&out, "bcast_windows");
     for k in 0..8 {
@@ -660,14 +711,7 @@ fn bcast_windows_prints_each_size_and_window() {
         text.contains("sizes whose windows differ by more than 1.25x: "),
         "{text}"
     );
-    // Bad arguments are refused with a message, not run.
-    let bad = mpirun(1, &exe, &["0"], &[], 120);
-    assert!(!bad.status.success());
-    assert!(
-        String::from_utf8_lossy(&bad.stderr).contains("WINDOWS and CALLS must be positive"),
-        "{}",
-        String::from_utf8_lossy(&bad.stderr)
-    );
+    refuses_bad_arguments(&exe, "WINDOWS and CALLS must be positive");
 }
 
 /// The standard output of a job that must have succeeded (`what` names it in the failure,

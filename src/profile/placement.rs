@@ -2,16 +2,17 @@
 //!
 //! Where ranks outnumber a host's cores, the scheduler decides which of them share one, and the
 //! same broadcast runs at different speeds by that alone. Three Open MPI ranks on the 2-core VM,
-//! 1 MiB, binary tree 0 -> 1, 2, each rank reading `sched_getcpu` per call (a C program, 6
-//! jobs of 1500 calls, 2026-11-28): 103 us while the root shared a core with a leaf, 162 us
-//! while the two leaves shared one (each receiver copies its message itself, so theirs ran one
-//! after the other), switching within a job when the scheduler moved a rank. The set-up's fit
+//! 1 MiB, binary tree 0 -> 1, 2, each rank reading `sched_getcpu` per call
+//! (`mpi-examples/bcast_placement.c`, 7 jobs of 1500-3000 calls, 2026-11-28): 103 us while
+//! the root shared a core with a leaf, 162 us while the two leaves shared one (each receiver
+//! copies its message itself, so theirs ran one after the other), switching within a job when
+//! the scheduler moved a rank. The set-up's fit
 //! (`runtime::library_fit`) reads one placement; the job's calls may run in another, and no
 //! scale fitted in one predicts the other. So each call every rank times records the CPU each
 //! rank finished it on, the set-up's calls too, and the report says when the class's calls ran
 //! mostly in another grouping than the set-up's calls of that size: a miss there is the
-//! scheduler's, which binding ranks to cores (Open MPI: `mpirun --bind-to core:overload-allowed`, round robin)
-//! takes away.
+//! scheduler's, which binding ranks to cores round robin (Open MPI: `mpirun --bind-to
+//! core:overload-allowed`) takes away.
 //!
 //! Pure: groupings from CPU numbers, tested without MPI.
 
