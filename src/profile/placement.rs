@@ -34,16 +34,20 @@ pub fn grouping(cpus: &[Option<(u64, u32)>]) -> Option<Vec<u32>> {
     )
 }
 
-/// A grouping as people read it: the ranks sharing each CPU, joined by `+`, groups by a
-/// space, e.g. `1+2` or `0+1 2+3`; `none` when no two ranks shared one.
-pub fn label(grouping: &[u32]) -> String {
+/// The groups of ranks sharing a CPU in `grouping` (two or more ranks each), by lowest rank.
+fn shared_groups(grouping: &[u32]) -> Vec<Vec<u32>> {
     let mut groups: BTreeMap<u32, Vec<u32>> = BTreeMap::new();
     for (r, &lead) in grouping.iter().enumerate() {
         groups.entry(lead).or_default().push(r as u32);
     }
-    let shared: Vec<String> = groups
-        .values()
-        .filter(|g| g.len() > 1)
+    groups.into_values().filter(|g| g.len() > 1).collect()
+}
+
+/// A grouping as people read it: the ranks sharing each CPU, joined by `+`, groups by a
+/// space, e.g. `1+2` or `0+1 2+3`; `none` when no two ranks shared one.
+pub fn label(grouping: &[u32]) -> String {
+    let shared: Vec<String> = shared_groups(grouping)
+        .iter()
         .map(|g| g.iter().map(u32::to_string).collect::<Vec<_>>().join("+"))
         .collect();
     if shared.is_empty() {
@@ -53,27 +57,23 @@ pub fn label(grouping: &[u32]) -> String {
     }
 }
 
-/// The most frequent grouping of `groupings` (the first seen on ties), with how many had it and
-/// how many were known; `None` when none was.
-pub fn most_frequent<'a, T: PartialEq + Clone + 'a>(
-    groupings: impl IntoIterator<Item = Option<&'a [T]>>,
-) -> Option<(Vec<T>, u64, u64)> {
-    let mut seen: Vec<(&[T], u64)> = Vec::new();
+/// The most frequent of `items` (the first seen on ties), with how many had it and how many
+/// were known (`Some`); `None` when none was.
+pub fn most_frequent<T: PartialEq>(items: impl IntoIterator<Item = Option<T>>) -> Option<(T, u64, u64)> {
+    let mut seen: Vec<(T, u64)> = Vec::new();
     let mut known = 0;
-    for g in groupings.into_iter().flatten() {
+    for x in items.into_iter().flatten() {
         known += 1;
-        match seen.iter_mut().find(|(s, _)| *s == g) {
+        match seen.iter_mut().find(|(s, _)| *s == x) {
             Some(s) => s.1 += 1,
-            None => seen.push((g, 1)),
+            None => seen.push((x, 1)),
         }
     }
-    let mut best: Option<(&[T], u64)> = None;
-    for &(g, n) in &seen {
-        if best.is_none_or(|b| n > b.1) {
-            best = Some((g, n));
-        }
-    }
-    best.map(|(g, n)| (g.to_vec(), n, known))
+    // The first of the largest count (max_by_key keeps the last: search from the end).
+    let best = seen.iter().rev().max_by_key(|(_, n)| *n)?.1;
+    let i = seen.iter().position(|(_, n)| *n == best)?;
+    let (x, n) = seen.swap_remove(i);
+    Some((x, n, known))
 }
 
 /// The groups of ranks that [`label`] wrote (`none`: no group); `None` if it is not a label.
@@ -118,20 +118,16 @@ pub fn class_groups<'a>(
     setup: Option<&str>,
     roles: Option<&[(u32, u32)]>,
 ) -> Option<CpuGroups> {
-    let labels: Vec<String> = calls
+    let groupings: Vec<Vec<u32>> = calls
         .into_iter()
         .filter_map(|c| grouping(&c.cpus).filter(|g| g.len() == c.ranks.len() && !g.is_empty()))
-        .map(|g| label(&g))
         .collect();
-    let forms: Vec<Vec<Vec<(u32, u32)>>> = labels
-        .iter()
-        .map(|l| role_form(&parse_label(l).expect("a label"), roles))
-        .collect();
-    let (most, count, known) = most_frequent(forms.iter().map(|f| Some(std::slice::from_ref(f))))?;
-    let first = forms.iter().position(|f| *f == most[0]).expect("seen");
+    let forms: Vec<Vec<Vec<(u32, u32)>>> = groupings.iter().map(|g| role_form(&shared_groups(g), roles)).collect();
+    let (most, count, known) = most_frequent(forms.iter().map(Some))?;
+    let first = forms.iter().position(|f| f == most).expect("seen");
     let setup_form = setup.and_then(parse_label).map(|g| role_form(&g, roles));
     Some(CpuGroups {
-        most_calls: labels[first].clone(),
+        most_calls: label(&groupings[first]),
         known_calls: known,
         most_calls_count: count,
         setup: setup.map(str::to_string),
@@ -213,8 +209,10 @@ mod tests {
     #[test]
     fn the_most_frequent_grouping_counts_only_known_ones() {
         let (a, b) = (vec![0, 1, 1], vec![0, 1, 0]);
-        let calls = [Some(&a[..]), Some(&b[..]), None, Some(&a[..])];
-        assert_eq!(most_frequent(calls), Some((a.clone(), 2, 3)));
+        let calls = [Some(&a), Some(&b), None, Some(&a)];
+        assert_eq!(most_frequent(calls), Some((&a, 2, 3)));
+        // Ties go to the first seen.
+        assert_eq!(most_frequent([Some(&b), Some(&a)]), Some((&b, 1, 2)));
         assert_eq!(most_frequent::<u32>([None, None]), None);
     }
 }

@@ -317,7 +317,7 @@ fn most_frequent_groupings(all: &[f64], nranks: usize, per_rank: usize, froms: &
                 })
                 .collect();
             offset += PER_CALL * timed;
-            placement::most_frequent(groupings.iter().map(|g| g.as_deref())).map(|(g, _, _)| g)
+            placement::most_frequent(groupings).map(|(g, _, _)| g)
         })
         .collect()
 }
