@@ -20,15 +20,16 @@ use crate::estimate::calibrate::{median, relative_error};
 use std::collections::BTreeMap;
 
 /// Measured against predicted per-rank times in the call over `calls` (those of one size
-/// class). `predict(root, bytes, enters)` gives, for each of the entry vectors of calls of that
-/// root and size (one time per rank of the communicator), each rank's predicted exit on the
-/// same clock, or `None`; it is asked once per (root, size), so the plan is built once, not
-/// once per call. Calls that do not cover all `size` ranks, or that the predictor declines,
+/// class). `predict(root, bytes, (enters, groupings))` gives, for each of the entry vectors of
+/// calls of that root and size (one time per rank of the communicator) and the call's grouping
+/// of the ranks by CPU (`super::placement::grouping`, `None` where not read), each rank's
+/// predicted exit on the same clock, or `None`; it is asked once per (root, size), so the plan
+/// is built once, not once per call. Calls that do not cover all `size` ranks, or that the predictor declines,
 /// are left out; `None` when none is left.
 pub fn given_entries<'a>(
     calls: impl IntoIterator<Item = &'a AlignedCall>,
     size: u32,
-    mut predict: impl FnMut(u32, u64, &[Vec<f64>]) -> Vec<Option<Vec<f64>>>,
+    mut predict: impl FnMut(u32, u64, (&[Vec<f64>], &[Option<Vec<u32>>])) -> Vec<Option<Vec<f64>>>,
 ) -> Option<GivenEntries> {
     let mut groups: BTreeMap<(u32, u64), Vec<&AlignedCall>> = BTreeMap::new();
     for c in calls {
@@ -44,7 +45,15 @@ pub fn given_entries<'a>(
     let mut sizes = (u64::MAX, 0u64);
     for ((root, bytes), group) in groups {
         let enters: Vec<Vec<f64>> = group.iter().map(|c| c.ranks.iter().map(|r| r.1).collect()).collect();
-        for (c, exit) in group.iter().zip(predict(root, bytes, &enters)) {
+        let groupings: Vec<Option<Vec<u32>>> = group
+            .iter()
+            .map(|c| {
+                (c.cpus.len() == c.ranks.len())
+                    .then(|| super::placement::grouping(&c.cpus))
+                    .flatten()
+            })
+            .collect();
+        for (c, exit) in group.iter().zip(predict(root, bytes, (&enters, &groupings))) {
             let Some(exit) = exit.filter(|x| x.len() == c.ranks.len()) else {
                 continue;
             };
@@ -162,7 +171,7 @@ mod tests {
         Some(vec![enter[0] + 2e-6, done1])
     }
 
-    fn model(_root: u32, _bytes: u64, enters: &[Vec<f64>]) -> Vec<Option<Vec<f64>>> {
+    fn model(_root: u32, _bytes: u64, (enters, _): (&[Vec<f64>], &[Option<Vec<u32>>])) -> Vec<Option<Vec<f64>>> {
         enters.iter().map(|e| model_one(e)).collect()
     }
 
@@ -217,21 +226,23 @@ mod tests {
     #[test]
     fn nothing_to_compare_gives_none() {
         let calls = [call(1, vec![(0, 0.0, 1e-6), (1, 0.0, 2e-6)])];
-        assert!(given_entries(&calls, 2, |_, _, e| vec![None; e.len()]).is_none());
+        assert!(given_entries(&calls, 2, |_, _, e| vec![None; e.0.len()]).is_none());
         assert!(given_entries(&calls, 3, model).is_none());
         assert!(given_entries(&[], 2, model).is_none());
         // A predictor answering for the wrong number of ranks is not trusted.
-        assert!(given_entries(&calls, 2, |_, _, e| vec![Some(vec![1.0]); e.len()]).is_none());
-        // The predictor is asked once per (root, size), with every call of it.
-        let same = [
-            call(1, vec![(0, 0.0, 1e-6), (1, 0.0, 2e-6)]),
-            call(2, vec![(0, 1.0, 1.0 + 1e-6), (1, 1.0, 1.0 + 2e-6)]),
-        ];
+        assert!(given_entries(&calls, 2, |_, _, e| vec![Some(vec![1.0]); e.0.len()]).is_none());
+        // The predictor is asked once per (root, size), with every call of it and each call's
+        // grouping by CPU where every rank's CPU was read.
+        let mut shared = call(1, vec![(0, 0.0, 1e-6), (1, 0.0, 2e-6)]);
+        shared.cpus = vec![Some((7, 1)), Some((7, 1))];
+        let mut half = call(3, vec![(0, 2.0, 2.0 + 1e-6), (1, 2.0, 2.0 + 2e-6)]);
+        half.cpus = vec![Some((7, 1)), None];
+        let same = [shared, call(2, vec![(0, 1.0, 1.0 + 1e-6), (1, 1.0, 1.0 + 2e-6)]), half];
         let mut asked = Vec::new();
         given_entries(&same, 2, |r, b, e| {
-            asked.push((r, b, e.len()));
+            asked.push((r, b, e.0.len(), e.1.to_vec()));
             model(r, b, e)
         });
-        assert_eq!(asked, vec![(0, 4096, 2)]);
+        assert_eq!(asked, vec![(0, 4096, 3, vec![Some(vec![0, 0]), None, None])]);
     }
 }

@@ -187,8 +187,8 @@ fn class_report(
         predicted_root,
         prediction_error: predicted.as_ref().and_then(|p| p.error(time.median_s)),
         predicted,
-        given_entries: super::entries::given_entries(in_class(), st.size(), |root, bytes, enters| {
-            st.predict_given_entries(root, bytes, enters, train)
+        given_entries: super::entries::given_entries(in_class(), st.size(), |root, bytes, calls| {
+            st.predict_given_entries(root, bytes, calls, train)
         }),
         cpu_groups: super::placement::class_groups(
             in_class(),

@@ -283,13 +283,14 @@ pub trait ProfiledComm {
     /// The plan's algorithm name and predicted per-rank completions for `bytes` from `root`.
     fn predict_arrivals(&self, root: u32, bytes: u64) -> (String, Option<Vec<f64>>);
     /// With the set-up calibration: for each call of `bytes` from `root` whose ranks entered at
-    /// `enters[i]` (one time per rank, rank 0's clock), each rank's predicted exit; the calls
-    /// follow each other as `train` says.
+    /// `calls.0[i]` (one time per rank, rank 0's clock) and shared CPUs as `calls.1[i]` says
+    /// (`placement::grouping`, `None`: not read), each rank's predicted exit; the calls follow
+    /// each other as `train` says.
     fn predict_given_entries(
         &self,
         root: u32,
         bytes: u64,
-        enters: &[Vec<f64>],
+        calls: (&[Vec<f64>], &[Option<Vec<u32>>]),
         train: Option<crate::estimate::bucket::CallTrain>,
     ) -> Vec<Option<Vec<f64>>>;
     /// Each rank's role in the plan predicted for `bytes` from `root` (`Plan::rank_roles`):

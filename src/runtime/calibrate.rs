@@ -241,6 +241,7 @@ pub unsafe fn measure(comm: MPI_Comm, rank: u32, hosts: &Hosts, shared: &Shared)
     if let (true, Some(curve)) = (super::library_fit::applies(hosts), &c.send_curve) {
         let nranks = hosts.host_of.len() as u32;
         if let Some((scale, timing)) = super::library_fit::measure(comm, rank, nranks, (curve, c.overhead_s), shared)? {
+            c.pair_curve = Some(curve.clone());
             c.send_curve = Some(scale.apply(curve));
             c.library_timing = timing;
         }
@@ -343,6 +344,7 @@ fn calibration(rank: u32, (a, b): (u32, u32), out: &[f64], reused: bool) -> Resu
         host_path: Some(split_overhead(p, overhead_s)),
         overhead_s,
         send_curve: curve,
+        pair_curve: None,
         library_timing: Vec::new(),
     }))
 }

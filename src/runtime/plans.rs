@@ -58,6 +58,12 @@ struct Calibrated {
     cpu_pools: Option<crate::sim::CpuPools>,
     /// Per-size costs between host-mates: what predicts a job on one host.
     send_curve: Option<crate::estimate::send_curve::SendCurve>,
+    /// The pair's costs before `send_curve` was scaled to the library's calls: what
+    /// receivers sharing a CPU copy at (`estimate::send_curve::SharedCpus`).
+    pair_curve: Option<crate::estimate::send_curve::SendCurve>,
+    /// Per size timed at set-up, the ranks' most frequent grouping by CPU in its calls (those
+    /// whose every rank's CPU was read): how a call whose own was not read is taken to run.
+    setup_groupings: Vec<(u64, Vec<u32>)>,
     /// Token buckets on the tree's slow links (`runtime::burst`), on `topology`'s link ids.
     buckets: Vec<crate::estimate::bucket::LinkBucket>,
     /// The library's broadcast timed at set-up on one host (`runtime::library_fit`).
@@ -424,7 +430,10 @@ impl Planner {
     /// faster than that model can be, as a shared-memory release (`estimate::release`). Above
     /// 512 ranks (to bound the cost at finalize), or on one host without the curve, the
     /// contention-free evaluator. `topology`: the calibrated topology with its token buckets
-    /// applied ([`Self::bucketed`]); `library_route`: `p` is the library's algorithm.
+    /// applied ([`Self::bucketed`]); `library_route`: `p` is the library's algorithm;
+    /// `grouping`: which ranks ran on one CPU in the call, where read (on one host,
+    /// [`Calibrated::shared_cpus`]).
+    #[allow(clippy::too_many_arguments)]
     fn calibrated_times(
         &self,
         c: &Calibrated,
@@ -432,6 +441,7 @@ impl Planner {
         p: &Plan,
         bytes: u64,
         enter: Option<&[f64]>,
+        grouping: Option<&[u32]>,
         library_route: bool,
     ) -> Option<crate::estimate::calibrate::CalibratedTimes> {
         use crate::estimate::calibrate::{evaluate_calibrated, simulate_calibrated};
@@ -441,7 +451,9 @@ impl Planner {
             return crate::estimate::release::evaluate(n, p.root as usize, cost, enter).ok();
         }
         if let (false, Some(curve)) = (self.has_network(), &c.send_curve) {
-            return crate::estimate::send_curve::evaluate_on_one_host(p, bytes, curve, c.overhead_s, enter).ok();
+            let shared = c.shared_cpus(bytes, grouping);
+            return crate::estimate::send_curve::evaluate_on_one_host(p, bytes, curve, c.overhead_s, enter, shared)
+                .ok();
         }
         if self.nranks > super::config::SIMULATED_RANKS_MAX || !self.has_network() {
             // The contention-free evaluator charges each hop one overhead and cannot tell an
@@ -511,6 +523,7 @@ impl Planner {
     /// `w` of the way from the first to the second when there are two; and then also the two
     /// ends' median rank times (full, drained), which [`Self::paced`] reports without
     /// simulating them again.
+    #[allow(clippy::too_many_arguments)]
     fn times_over(
         &self,
         c: &Calibrated,
@@ -518,11 +531,12 @@ impl Planner {
         p: &Plan,
         bytes: u64,
         enter: Option<&[f64]>,
+        grouping: Option<&[u32]>,
         library_route: bool,
     ) -> Option<(crate::estimate::calibrate::CalibratedTimes, Option<(f64, f64)>)> {
         let mut times = topologies
             .iter()
-            .map(|t| self.calibrated_times(c, t, p, bytes, enter, library_route));
+            .map(|t| self.calibrated_times(c, t, p, bytes, enter, grouping, library_route));
         let first = times.next()??;
         match times.next() {
             None => Some((first, None)),
@@ -538,14 +552,15 @@ impl Planner {
     /// at `enters[i]` (seconds, one per rank, any common origin), when each rank leaves it, as
     /// the calibrated model has it (the plan built once for all of them). What a profile sets
     /// against each call's measured times, so the comparison is of the broadcast, not of how the
-    /// ranks happened to arrive. `train`: how such calls follow each other (for token
-    /// buckets). All `None` uncalibrated.
+    /// ranks happened to arrive. `groupings[i]`: which ranks ran on one CPU in call `i`, where
+    /// read (`profile::placement::grouping`). `train`: how such calls follow each other (for
+    /// token buckets). All `None` uncalibrated.
     pub fn predict_given_entries(
         &self,
         root: u32,
         bytes: u64,
         library_route: bool,
-        enters: &[Vec<f64>],
+        (enters, groupings): (&[Vec<f64>], &[Option<Vec<u32>>]),
         train: Option<crate::estimate::bucket::CallTrain>,
     ) -> Vec<Option<Vec<f64>>> {
         let Some(c) = self.calibrated.as_ref() else {
@@ -557,13 +572,15 @@ impl Planner {
         };
         enters
             .iter()
-            .map(|enter| {
+            .enumerate()
+            .map(|(i, enter)| {
                 let origin = enter.iter().copied().fold(f64::INFINITY, f64::min);
                 if !origin.is_finite() {
                     return None;
                 }
                 let shifted: Vec<f64> = enter.iter().map(|t| t - origin).collect();
-                let (d, _) = self.times_over(c, &topologies, &p, bytes, Some(&shifted), library_route)?;
+                let grouping = groupings.get(i).and_then(|g| g.as_deref());
+                let (d, _) = self.times_over(c, &topologies, &p, bytes, Some(&shifted), grouping, library_route)?;
                 Some(d.rank_done_s.iter().map(|t| t + origin).collect())
             })
             .collect()
@@ -577,7 +594,7 @@ impl Planner {
         let p = self.predicted_plan(root, bytes, library_route);
         let arrivals = match &self.calibrated {
             Some(c) => Self::bucketed(c, &p, bytes, None)
-                .and_then(|t| self.calibrated_times(c, &t, &p, bytes, None, library_route))
+                .and_then(|t| self.calibrated_times(c, &t, &p, bytes, None, None, library_route))
                 .map(|d| d.rank_done_s),
             None => self
                 .topology
@@ -622,7 +639,7 @@ impl Planner {
             .as_ref()
             .and_then(|c| {
                 let topologies = Self::train_topologies(c, &p, bytes, train)?;
-                self.times_over(c, &topologies, &p, bytes, None, library_route)
+                self.times_over(c, &topologies, &p, bytes, None, None, library_route)
             })
             .map_or((None, None), |(t, ends)| (Some(t), ends));
         let mut out = if self.nranks > super::config::SIMULATED_RANKS_MAX {
@@ -672,7 +689,7 @@ impl Planner {
         }
         let median = |train| {
             let topo = Self::bucketed(c, p, bytes, train)?;
-            self.calibrated_times(c, &topo, p, bytes, None, library_route)
+            self.calibrated_times(c, &topo, p, bytes, None, None, library_route)
                 .map(|d| d.rank_median_s)
         };
         let (full_s, drained_s) = match ends {
@@ -733,19 +750,57 @@ fn calibrated(
         .or(measured.as_ref().map(|m| m.overhead_s))
         .unwrap_or(0.0);
     let wake_s = ring.map_or(0.0, |r| r.wake_s);
-    let (send_curve, library_timing) = measured.map_or((None, Vec::new()), |m| (m.send_curve, m.library_timing));
+    let (send_curve, pair_curve, library_timing) = measured.map_or((None, None, Vec::new()), |m| {
+        (m.send_curve, m.pair_curve, m.library_timing)
+    });
     let released =
         crate::estimate::release::ReleaseSizes::new(library_timing.iter().map(|t| (t.bytes, t.release)).collect());
+    let setup_groupings = library_timing
+        .iter()
+        .filter_map(|t| Some((t.bytes, t.cpu_grouping.iter().copied().collect::<Option<Vec<u32>>>()?)))
+        .collect();
     Some(Calibrated {
         topology,
         overhead_s,
         wake_s,
         cpu_pools: None,
         send_curve,
+        pair_curve,
+        setup_groupings,
         buckets,
         library_timing,
         released,
     })
+}
+
+impl Calibrated {
+    /// Which ranks share a CPU in a call of `bytes` on one host, for the one-host model: the
+    /// call's own `grouping` where read, else the set-up's at the timed size nearest in log2.
+    /// `None` where the model does not queue copies: without the pair's unscaled costs (no
+    /// library fit), or where the set-up's fit did not model them either, under MPICH, whose
+    /// library broadcast sends no messages (`library_fit::SENDS_MESSAGES`): the scale fitted
+    /// there already holds whatever queueing the set-up's calls had.
+    fn shared_cpus<'a>(
+        &'a self,
+        bytes: u64,
+        grouping: Option<&'a [u32]>,
+    ) -> Option<crate::estimate::send_curve::SharedCpus<'a>> {
+        if !super::library_fit::SENDS_MESSAGES {
+            return None;
+        }
+        let pair = self.pair_curve.as_ref()?;
+        let log = |b: u64| (b.max(1) as f64).log2();
+        let setup = || {
+            self.setup_groupings
+                .iter()
+                .min_by(|a, b| (log(a.0) - log(bytes)).abs().total_cmp(&(log(b.0) - log(bytes)).abs()))
+                .map(|(_, g)| g.as_slice())
+        };
+        Some(crate::estimate::send_curve::SharedCpus {
+            grouping: grouping.or_else(setup)?,
+            pair,
+        })
+    }
 }
 
 #[cfg(test)]
@@ -804,5 +859,42 @@ mod tests {
         // Small messages: never more segments than their class allows, never none.
         assert_eq!(forced_segments(3, 1, crate::plan::size_class(3)), 2);
         assert_eq!(forced_segments(0, 4096, 0), 1);
+    }
+
+    #[test]
+    fn a_call_without_its_grouping_is_taken_to_run_as_the_set_up_nearest_in_size() {
+        use crate::estimate::send_curve::{SendCost, SendCurve};
+        let cost = |bytes: u64| SendCost {
+            bytes,
+            sender_s: 1e-6,
+            one_way_s: 1e-6,
+            late_recv_s: 1e-6,
+            waits_for_receiver: true,
+        };
+        let pair = SendCurve::new(vec![cost(8), cost(1 << 20)]).unwrap();
+        let topo = crate::topology::gen::Tree::oversubscribed(1, 3, 1.0).build().unwrap();
+        let mut c = super::Calibrated {
+            topology: std::sync::Arc::new(topo),
+            overhead_s: 0.0,
+            wake_s: 0.0,
+            cpu_pools: None,
+            send_curve: Some(pair.clone()),
+            pair_curve: Some(pair),
+            setup_groupings: vec![(1024, vec![0, 0, 2]), (1 << 20, vec![0, 1, 1])],
+            buckets: Vec::new(),
+            library_timing: Vec::new(),
+            released: None,
+        };
+        let grouping = |bytes, own: Option<&[u32]>| c.shared_cpus(bytes, own).map(|s| s.grouping.to_vec());
+        if !super::super::library_fit::SENDS_MESSAGES {
+            // MPICH: the set-up's fit does not queue copies, so neither do predictions.
+            assert_eq!(grouping(4096, None), None);
+            return;
+        }
+        assert_eq!(grouping(4096, None), Some(vec![0, 0, 2]));
+        assert_eq!(grouping(512 << 10, None), Some(vec![0, 1, 1]));
+        assert_eq!(grouping(4096, Some(&[0, 1, 0])), Some(vec![0, 1, 0]));
+        c.pair_curve = None;
+        assert_eq!(c.shared_cpus(4096, None).map(|s| s.grouping.to_vec()), None);
     }
 }

@@ -542,11 +542,11 @@ impl crate::profile::ProfiledComm for CommState {
         &self,
         root: u32,
         bytes: u64,
-        enters: &[Vec<f64>],
+        calls: (&[Vec<f64>], &[Option<Vec<u32>>]),
         train: Option<crate::estimate::bucket::CallTrain>,
     ) -> Vec<Option<Vec<f64>>> {
         self.planner
-            .predict_given_entries(root, bytes, self.library_route(root, bytes), enters, train)
+            .predict_given_entries(root, bytes, self.library_route(root, bytes), calls, train)
     }
     fn rank_roles(&self, root: u32, bytes: u64) -> Option<Vec<(u32, u32)>> {
         Some(

@@ -49,6 +49,9 @@ pub struct Calibration {
     pub overhead_s: f64,
     /// Costs of one message between host-mates per message size (predictions on one host).
     pub send_curve: Option<super::send_curve::SendCurve>,
+    /// The pair's costs as measured, where `send_curve` was scaled since: what receivers that
+    /// share a CPU copy at (`super::send_curve::SharedCpus`). `None`: `send_curve` is them.
+    pub pair_curve: Option<super::send_curve::SendCurve>,
     /// The library's broadcast timed at set-up on one host of three ranks or more (two under MPICH), per size
     /// (`runtime::library_fit`; empty elsewhere): what `send_curve` was scaled to.
     pub library_timing: Vec<super::curve_fit::LibraryTiming>,

@@ -17,7 +17,7 @@
 use super::library_calls::{around, solve_factor, Around};
 pub use super::library_calls::{median_time_in_call, TimedCall, SCALE_RANGE};
 use super::plan_dag::PlanDag;
-use super::send_curve::{evaluate_dag_on_one_host, SendCurve};
+use super::send_curve::{evaluate_dag_on_one_host, SendCurve, SharedCpus};
 use crate::plan::Plan;
 
 /// Passes whose median times differ by more than this fraction read a host whose state changed
@@ -94,8 +94,8 @@ impl CurveScale {
 /// each call's entries, to have the median (over `calls`) of the median rank's time in the
 /// call that the calls measured; within [`SCALE_RANGE`] (clamped at its ends when the
 /// readings ask for more). The prediction grows with the factor, so a bisection on its
-/// logarithm finds it. `None` without calls or with calls whose rank count is not the plan's
-/// or whose times are not usable.
+/// logarithm finds it. `None` without calls, with calls whose rank count is not the plan's
+/// or whose times are not usable, or where no call tells the scale ([`INSENSITIVE`]).
 ///
 /// `over`: the ranks whose median is taken ([`Over`]).
 pub fn fit_scale(
@@ -117,8 +117,22 @@ pub fn fit_scale(
     {
         return None;
     }
-    let waited = ranks_over(calls, curve, bytes, over);
-    let measured = median_over(calls, &waited);
+    let dag = PlanDag::build(plan, bytes).ok()?;
+    fn shared<'a>(c: &'a TimedCall, pair: &'a SendCurve) -> Option<SharedCpus<'a>> {
+        c.grouping.as_deref().map(|grouping| SharedCpus { grouping, pair })
+    }
+    // Calls in which every receiver copied queued behind another on its CPU ran at the pair's
+    // costs, whatever the scale: they do not tell it.
+    let calls: Vec<TimedCall> = calls
+        .iter()
+        .filter(|c| shared(c, curve).is_none_or(|s| s.some_copy_at_once(&dag, n)))
+        .cloned()
+        .collect();
+    if calls.is_empty() {
+        return None;
+    }
+    let waited = ranks_over(&calls, curve, bytes, over);
+    let measured = median_over(&calls, &waited);
     // Entries from the earliest one, as the evaluator takes them.
     let entries: Vec<Vec<f64>> = calls
         .iter()
@@ -127,16 +141,44 @@ pub fn fit_scale(
             c.enter.iter().map(|e| e - t0).collect()
         })
         .collect();
-    let dag = PlanDag::build(plan, bytes).ok()?;
     let predicted = |f: f64| -> Option<f64> {
         let scaled = curve.scaled(|_| f);
-        let per_call = entries.iter().zip(&waited).map(|(e, w)| {
-            evaluate_dag_on_one_host(&dag, n, &scaled, issue_s, Some(e)).map(|t| median_where(e, &t.rank_done_s, w))
+        let per_call = calls.iter().zip(&entries).zip(&waited).map(|((c, e), w)| {
+            evaluate_dag_on_one_host(&dag, n, &scaled, issue_s, Some(e), shared(c, curve))
+                .map(|t| median_where(e, &t.rank_done_s, w))
         });
         let v: Result<Vec<f64>, _> = per_call.collect();
         v.ok().map(|v| median_of(v.into_iter()))
     };
+    let (lo, hi) = SCALE_RANGE;
+    if predicted(hi)? < predicted(lo)? * (1.0 + INSENSITIVE) {
+        return None;
+    }
     solve_factor(SCALE_RANGE, measured, predicted)
+}
+
+/// Where the predicted median grows by less than this fraction over the whole of
+/// [`SCALE_RANGE`], the calls do not tell the scale: [`fit_scale`] gives none (a factor solved
+/// for there would be whatever the bisection ended at). The calls in which every receiver
+/// copied queued behind another on its CPU (the two leaves of 3 ranks on one CPU of 2, at the
+/// pair's own costs, `super::send_curve::SharedCpus`) are left out before; this catches a
+/// median that the remaining calls still do not move.
+pub const INSENSITIVE: f64 = 0.1;
+
+/// Whether any of `calls` (of `plan` for `bytes`) had a receiver copy at the curve's costs,
+/// not queued behind another receiver on its CPU (`super::send_curve::SharedCpus`; a call
+/// without a grouping counts as one): only such calls tell [`fit_scale`] a scale. Where none
+/// did, the pair's own costs are all the calls say of copies at once.
+pub fn copies_at_once(plan: &Plan, bytes: u64, curve: &SendCurve, calls: &[TimedCall]) -> bool {
+    let n = plan.nranks as usize;
+    let Ok(dag) = PlanDag::build(plan, bytes) else {
+        return false;
+    };
+    calls.iter().any(|c| {
+        c.grouping
+            .as_deref()
+            .is_none_or(|grouping| SharedCpus { grouping, pair: curve }.some_copy_at_once(&dag, n))
+    })
 }
 
 /// The ranks (one mask per call) whose median [`fit_scale`] takes: those that waited for
@@ -291,11 +333,12 @@ mod tests {
         entries
             .iter()
             .map(|e| {
-                let t = evaluate_on_one_host(plan, bytes, &c, 0.2e-6, Some(e)).unwrap();
+                let t = evaluate_on_one_host(plan, bytes, &c, 0.2e-6, Some(e), None).unwrap();
                 // On a clock that does not start at the first entry.
                 TimedCall {
                     enter: e.iter().map(|x| x + 100.0).collect(),
                     leave: t.rank_done_s.iter().map(|x| x + 100.0).collect(),
+                    grouping: None,
                 }
             })
             .collect()
@@ -339,9 +382,10 @@ mod tests {
             .iter()
             .map(|e| TimedCall {
                 enter: e.clone(),
-                leave: evaluate_on_one_host(&plan, 1024, &made, 0.2e-6, Some(e))
+                leave: evaluate_on_one_host(&plan, 1024, &made, 0.2e-6, Some(e), None)
                     .unwrap()
                     .rank_done_s,
+                grouping: None,
             })
             .collect();
         let clean_fit = fit_scale(&plan, 1024, &c, 0.2e-6, &calls, Over::WaitingRanks).unwrap();
@@ -402,5 +446,48 @@ mod tests {
             fit_scale(&plan, 65536, &curve(), 0.2e-6, &bad, Over::WaitingRanks),
             None
         );
+    }
+
+    #[test]
+    fn copies_queued_on_a_shared_cpu_do_not_tell_the_scale() {
+        // 3 ranks, the root with leaf 1 on one CPU: both copies at once, scaled; the fit finds
+        // the scale the calls were made with.
+        let plan = Plan::from_tree(0, &trees::flat(3, 0), 1, "flat");
+        let entries = vec![vec![0.0; 3], vec![0.0, 2e-6, 0.0], vec![1e-6, 0.0, 0.0]];
+        let with = |grouping: &[u32]| {
+            let mut calls = calls_of(&plan, 1 << 20, 1.7, &entries);
+            for c in &mut calls {
+                c.grouping = Some(grouping.to_vec());
+            }
+            calls
+        };
+        let got = fit_scale(&plan, 1 << 20, &curve(), 0.2e-6, &with(&[0, 1, 0]), Over::AllRanks).unwrap();
+        assert!((got - 1.7).abs() < 0.02, "x{got}");
+        // The two leaves on one CPU: their copies run at the pair's costs whatever the scale,
+        // so the calls give none (not an end of the range).
+        assert_eq!(
+            fit_scale(&plan, 1 << 20, &curve(), 0.2e-6, &with(&[0, 1, 1]), Over::AllRanks),
+            None
+        );
+        // Some calls of each: only those with a copy at once are fitted, whatever the others
+        // read (here ten times as long).
+        let mut mixed = with(&[0, 1, 0]);
+        for mut c in with(&[0, 1, 1]) {
+            for (l, e) in c.leave.iter_mut().zip(&c.enter) {
+                *l = e + 10.0 * (*l - e);
+            }
+            mixed.push(c.clone());
+            mixed.push(c);
+        }
+        let got = fit_scale(&plan, 1 << 20, &curve(), 0.2e-6, &mixed, Over::AllRanks).unwrap();
+        assert!((got - 1.7).abs() < 0.02, "x{got}");
+        assert!(copies_at_once(&plan, 1 << 20, &curve(), &mixed));
+        assert!(!copies_at_once(&plan, 1 << 20, &curve(), &with(&[0, 1, 1])));
+        assert!(copies_at_once(
+            &plan,
+            1 << 20,
+            &curve(),
+            &calls_of(&plan, 1 << 20, 1.0, &entries)
+        ));
     }
 }

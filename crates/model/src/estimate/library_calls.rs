@@ -15,6 +15,9 @@ pub const SCALE_RANGE: (f64, f64) = (0.25, 4.0);
 pub struct TimedCall {
     pub enter: Vec<f64>,
     pub leave: Vec<f64>,
+    /// Which ranks ran on one CPU in the call (for each rank, the lowest rank on its CPU),
+    /// where read and where the fit models it (`super::send_curve::SharedCpus`).
+    pub grouping: Option<Vec<u32>>,
 }
 
 impl TimedCall {

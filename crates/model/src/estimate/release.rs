@@ -268,6 +268,7 @@ mod tests {
                 TimedCall {
                     enter: e.iter().map(|x| x + 50.0).collect(),
                     leave: t.rank_done_s.iter().map(|x| x + 50.0).collect(),
+                    grouping: None,
                 }
             })
             .collect()
