@@ -2,7 +2,7 @@
 # predict-stats.sh: how often do a profile's predictions meet issue 23's goal, job after job?
 #
 #   scripts/predict-stats.sh [--runs K] [--ranks N] [--mpich] [--emulated SHAPE] [--keep DIR]
-#                            [--calls C] [--bind]
+#                            [--calls C] [--bind] [--against BENCH]
 #
 # Runs `predict_bench` (a profiled job of topo_bcast calls, 1 KiB .. 16 MiB, that prints each
 # size's measured median against its prediction) K times (default 6), one job at a time, and
@@ -25,12 +25,16 @@
 # (job-K.probe.json, TREECAST_PROBE_DUMP), so a job that inferred a wrong tree can be replayed
 # with `treecast infer --replay`.
 #
+# --against BENCH: an A/B. Each job of this checkout's predict_bench is followed by one of the
+# predict_bench binary BENCH (built from another revision, e.g. in a git worktree), alternating
+# so both see the host's same states; both are tallied (BENCH's outputs kept as job-K.against.*).
+#
 # Builds what it runs (cargo build --release --example predict_bench). Timings on a shared
 # machine: run nothing else meanwhile. Exit code 0 when every job ran (whatever it measured).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-runs=6 ranks=4 mpich=0 shape="" keep="" calls=200 bind=0 prefix="${EMUCLUSTER_PREFIX:-tcpred}"
+runs=6 ranks=4 mpich=0 shape="" keep="" calls=200 bind=0 against="" prefix="${EMUCLUSTER_PREFIX:-tcpred}"
 while [ $# -gt 0 ]; do
   case "$1" in
     --runs) runs="${2:?}"; shift 2;;
@@ -40,6 +44,7 @@ while [ $# -gt 0 ]; do
     --keep) keep="${2:?}"; shift 2;;
     --calls) calls="${2:?}"; shift 2;;
     --bind) bind=1; shift;;
+    --against) against="${2:?}"; shift 2;;
     -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0;;
     *) echo "predict-stats: unknown argument $1" >&2; exit 2;;
   esac
@@ -49,6 +54,7 @@ for v in "$runs" "$ranks" "$calls"; do
 done
 [ "$mpich" = 0 ] || [ -z "$shape" ] || { echo "predict-stats: --emulated runs Open MPI; drop --mpich" >&2; exit 2; }
 [ "$bind" = 0 ] || [ -z "$shape" ] || { echo "predict-stats: --bind is for one host; drop --emulated" >&2; exit 2; }
+[ -z "$against" ] || [ -x "$against" ] || { echo "predict-stats: --against takes an executable predict_bench, not $against" >&2; exit 2; }
 
 if [ "$mpich" = 1 ]; then export TREECAST_MPI=mpich; fi
 . scripts/env.sh
@@ -68,12 +74,12 @@ trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
-# launch K: the command of job K (its profile kept as job-K.json with --keep).
+# launch K [BENCH [TAG]]: the command of job K (its profile kept as job-K[TAG].json with --keep).
 launch() {
-  local env=()
+  local env=() bench="${2:-$bench}" name="job-$1${3:-}"
   if [ -n "$keep" ]; then
-    if [ "$mpich" = 1 ]; then env=(-genv TREECAST_PROFILE "$out/job-$1.json"); else env=(-x "TREECAST_PROFILE=$out/job-$1.json"); fi
-    [ -z "$shape" ] || env+=(-x "TREECAST_PROBE_DUMP=$out/job-$1.probe.json")
+    if [ "$mpich" = 1 ]; then env=(-genv TREECAST_PROFILE "$out/$name.json"); else env=(-x "TREECAST_PROFILE=$out/$name.json"); fi
+    [ -z "$shape" ] || env+=(-x "TREECAST_PROBE_DUMP=$out/$name.probe.json")
   fi
   if [ -n "$shape" ]; then
     "${emu[@]}" mpirun --mca mpi_yield_when_idle 1 "${env[@]}" "$bench" "$calls"
@@ -95,7 +101,7 @@ else
 fi
 if [ "$bind" = 1 ]; then where="$where, bound to cores"; fi
 
-failed=0 files=()
+failed=0 files=() against_files=()
 for ((k = 1; k <= runs; k++)); do
   if launch "$k" >"$out/job-$k.txt" 2>"$out/job-$k.err"; then
     printf 'job %d: %s\n' "$k" "$(tail -1 "$out/job-$k.txt")"
@@ -104,7 +110,19 @@ for ((k = 1; k <= runs; k++)); do
     failed=$((failed + 1))
     printf 'job %d failed: %s\n' "$k" "$(tail -1 "$out/job-$k.err")"
   fi
+  [ -n "$against" ] || continue
+  if launch "$k" "$against" .against >"$out/job-$k.against.txt" 2>"$out/job-$k.against.err"; then
+    printf 'job %d against: %s\n' "$k" "$(tail -1 "$out/job-$k.against.txt")"
+    against_files+=("$out/job-$k.against.txt")
+  else
+    failed=$((failed + 1))
+    printf 'job %d against failed: %s\n' "$k" "$(tail -1 "$out/job-$k.against.err")"
+  fi
 done
-echo "== $where: $runs jobs, $failed failed"
+echo "== $where: $runs jobs${against:+ each}, $failed failed"
 [ "${#files[@]}" = 0 ] || python3 scripts/predict_stats_report.py "${files[@]}"
+if [ -n "$against" ] && [ "${#against_files[@]}" != 0 ]; then
+  echo "== against $against, jobs alternating with the above"
+  python3 scripts/predict_stats_report.py "${against_files[@]}"
+fi
 [ "$failed" = 0 ]
