@@ -43,13 +43,19 @@ pub const FIT_SIZES: [u64; 8] = [1 << 10, 1 << 12, 1 << 14, 1 << 16, 1 << 18, 1 
 
 /// Untimed and timed calls per size: many where a call takes microseconds (a 1 KiB call of 4
 /// ranks on 2 cores read 1.7 us in some jobs and 3.2 us in others, and single calls far
-/// more), few where it takes milliseconds.
+/// more), few where it takes milliseconds. At 4 MiB the first five or so calls after the
+/// switch from 1 MiB run slower, settling over the calls (3 Open MPI ranks, a plain
+/// `MPI_Bcast` loop timing each: 1561, 1111, 868, 787, 697 us, then 650-750), so two untimed
+/// calls left the set-up reading 4 MiB 10-13% slower than the job's own calls (median over the
+/// same-placement jobs; 0.96-1.00 at the other sizes) and predicting it +11 .. +13% (median of
+/// 22 sizes, two batches of 20 jobs); six read 0.97-1.01 and +0 .. +5% (30 sizes, jobs
+/// alternating), for about 8 ms more set-up.
 pub fn calls(bytes: u64) -> (usize, usize) {
     match bytes {
         b if b <= 64 << 10 => (3, 31),
         b if b <= 256 << 10 => (3, 21),
         b if b <= 1 << 20 => (3, 15),
-        b if b <= 4 << 20 => (2, 9),
+        b if b <= 4 << 20 => (6, 9),
         _ => (1, 5),
     }
 }
