@@ -182,6 +182,18 @@ unsafe fn time_and_fit(comm: MPI_Comm, rank: u32, nranks: u32, curve: &SendCurve
     // time-stamp counter (predictions from the entries were 14-39% slow in 5 of 6 jobs).
     let clock = crate::profile::clock::Clock::global();
     let mut mine: Vec<f64> = Vec::new();
+    // Where ranks outnumber the host's CPUs, the scheduler picks which share one, and with 3
+    // Open MPI ranks on 2 cores it picked the two leaves together for a third of the set-ups:
+    // then no call has a copy running at once and no scale is told (`UNTOLD`), while the job's
+    // calls mostly ran with the root sharing. Pinned round robin (as `--bind-to
+    // core:overload-allowed`) the set-up reads the root with a leaf, the placement whose
+    // scale is told, and a job that runs with the leaves together is predicted from the
+    // queued copies. 3 ranks, 2 batches of 20 jobs alternating with the set-up unpinned:
+    // 144 -> 152 and 139 -> 152 of 160 sizes within 25%, jobs 10 -> 14 and 8 -> 14 of 20;
+    // 4 ranks: 143 -> 153 and 141 -> 144, 9 -> 14 and 9 -> 8. Not under MPICH, whose fit reads
+    // no placements (`SENDS_MESSAGES`): pinned, its set-up read faster than the unpinned job's
+    // calls, 72 -> 48 of 80 sizes (4 ranks, 10 jobs alternating). The mask is given back after.
+    let _pin = SENDS_MESSAGES.then(|| super::pin::Pinned::round_robin(rank, nranks));
     for _ in 0..PASSES {
         for &bytes in &FIT_SIZES {
             let (warmup, timed) = calls(bytes);
