@@ -95,7 +95,10 @@ impl CurveScale {
 /// call that the calls measured; within [`SCALE_RANGE`] (clamped at its ends when the
 /// readings ask for more). The prediction grows with the factor, so a bisection on its
 /// logarithm finds it. `None` without calls, with calls whose rank count is not the plan's
-/// or whose times are not usable, or where no call tells the scale ([`INSENSITIVE`]).
+/// or whose times are not usable, or where no call tells the scale: calls in which every
+/// receiver copied queued behind another on its CPU (the two leaves of 3 ranks on one CPU of
+/// 2) ran at the pair's own costs whatever the scale (`super::send_curve::SharedCpus`), and
+/// are left out.
 ///
 /// `over`: the ranks whose median is taken ([`Over`]).
 pub fn fit_scale(
@@ -118,14 +121,9 @@ pub fn fit_scale(
         return None;
     }
     let dag = PlanDag::build(plan, bytes).ok()?;
-    fn shared<'a>(c: &'a TimedCall, pair: &'a SendCurve) -> Option<SharedCpus<'a>> {
-        c.grouping.as_deref().map(|grouping| SharedCpus { grouping, pair })
-    }
-    // Calls in which every receiver copied queued behind another on its CPU ran at the pair's
-    // costs, whatever the scale: they do not tell it.
     let calls: Vec<TimedCall> = calls
         .iter()
-        .filter(|c| shared(c, curve).is_none_or(|s| s.some_copy_at_once(&dag, n)))
+        .filter(|c| !all_queued(c, &dag, n, curve))
         .cloned()
         .collect();
     if calls.is_empty() {
@@ -143,27 +141,24 @@ pub fn fit_scale(
         .collect();
     let predicted = |f: f64| -> Option<f64> {
         let scaled = curve.scaled(|_| f);
-        let per_call = calls.iter().zip(&entries).zip(&waited).map(|((c, e), w)| {
-            evaluate_dag_on_one_host(&dag, n, &scaled, issue_s, Some(e), shared(c, curve))
+        // The calls left have a copy at once: the evaluator models them without a grouping.
+        let per_call = entries.iter().zip(&waited).map(|(e, w)| {
+            evaluate_dag_on_one_host(&dag, n, &scaled, issue_s, Some(e), None)
                 .map(|t| median_where(e, &t.rank_done_s, w))
         });
         let v: Result<Vec<f64>, _> = per_call.collect();
         v.ok().map(|v| median_of(v.into_iter()))
     };
-    let (lo, hi) = SCALE_RANGE;
-    if predicted(hi)? < predicted(lo)? * (1.0 + INSENSITIVE) {
-        return None;
-    }
     solve_factor(SCALE_RANGE, measured, predicted)
 }
 
-/// Where the predicted median grows by less than this fraction over the whole of
-/// [`SCALE_RANGE`], the calls do not tell the scale: [`fit_scale`] gives none (a factor solved
-/// for there would be whatever the bisection ended at). The calls in which every receiver
-/// copied queued behind another on its CPU (the two leaves of 3 ranks on one CPU of 2, at the
-/// pair's own costs, `super::send_curve::SharedCpus`) are left out before; this catches a
-/// median that the remaining calls still do not move.
-pub const INSENSITIVE: f64 = 0.1;
+/// Whether in call `c` every receiver of `dag` (`n` ranks) shared its CPU with another
+/// receiver (false without a grouping).
+fn all_queued(c: &TimedCall, dag: &PlanDag, n: usize, pair: &SendCurve) -> bool {
+    c.grouping
+        .as_deref()
+        .is_some_and(|grouping| SharedCpus { grouping, pair }.all_queued(dag, n))
+}
 
 /// Whether any of `calls` (of `plan` for `bytes`) had a receiver copy at the curve's costs,
 /// not queued behind another receiver on its CPU (`super::send_curve::SharedCpus`; a call
@@ -174,11 +169,7 @@ pub fn copies_at_once(plan: &Plan, bytes: u64, curve: &SendCurve, calls: &[Timed
     let Ok(dag) = PlanDag::build(plan, bytes) else {
         return false;
     };
-    calls.iter().any(|c| {
-        c.grouping
-            .as_deref()
-            .is_none_or(|grouping| SharedCpus { grouping, pair: curve }.some_copy_at_once(&dag, n))
-    })
+    calls.iter().any(|c| !all_queued(c, &dag, n, curve))
 }
 
 /// The ranks (one mask per call) whose median [`fit_scale`] takes: those that waited for

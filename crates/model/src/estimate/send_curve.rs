@@ -175,26 +175,18 @@ pub struct SharedCpus<'a> {
 }
 
 impl SharedCpus<'_> {
-    /// Whether some receiver in `dag` (of `n` ranks) copies at the curve's costs, not queued
-    /// behind another receiver on its CPU (true where the grouping is ignored).
-    pub(crate) fn some_copy_at_once(&self, dag: &PlanDag, n: usize) -> bool {
-        self.queued_receivers(dag, n)
-            .is_none_or(|q| (0..n).any(|r| !dag.deliveries[r].is_empty() && !q[r]))
-    }
-
-    /// For each of `n` ranks, whether it receives in `dag` on a CPU where another rank also
-    /// receives; `None` when the grouping is not one of `n` ranks.
-    fn queued_receivers(&self, dag: &PlanDag, n: usize) -> Option<Vec<bool>> {
+    /// Whether every receiver in `dag` (of `n` ranks) shares its CPU with another receiver, so
+    /// that each copy queues behind another; false where the grouping is not one of `n` ranks
+    /// (it is then ignored).
+    pub(crate) fn all_queued(&self, dag: &PlanDag, n: usize) -> bool {
         let g = self.grouping;
         if g.len() != n || g.iter().any(|&x| x as usize >= n) {
-            return None;
+            return false;
         }
-        let receives: Vec<bool> = (0..n).map(|r| !dag.deliveries[r].is_empty()).collect();
-        Some(
-            (0..n)
-                .map(|r| receives[r] && (0..n).any(|q| q != r && receives[q] && g[q] == g[r]))
-                .collect(),
-        )
+        let receives = |r: usize| !dag.deliveries[r].is_empty();
+        (0..n)
+            .filter(|&r| receives(r))
+            .all(|r| (0..n).any(|q| q != r && receives(q) && g[q] == g[r]))
     }
 }
 
@@ -223,19 +215,14 @@ pub(crate) fn evaluate_dag_on_one_host(
     let enter = checked_entries(enter, n)?;
     let entered = |r: u32| enter.map_or(0.0, |e| e[r as usize]);
     let issue_s = if issue_s.is_finite() { issue_s.max(0.0) } else { 0.0 };
-    let queued = shared
-        .filter(|s| !s.some_copy_at_once(dag, n))
-        .and_then(|s| Some((s, s.queued_receivers(dag, n)?)));
+    let queued = shared.filter(|s| s.all_queued(dag, n));
     // Per CPU (by its lowest rank), the copies placed on it: (start, end), by start.
     let mut busy: Vec<Vec<(f64, f64)>> = vec![Vec::new(); n];
     let mut free: Vec<f64> = Vec::with_capacity(dag.sends.len());
     let mut done: Vec<f64> = Vec::with_capacity(dag.sends.len());
     let mut rank_done: Vec<f64> = (0..n as u32).map(entered).collect();
     for s in &dag.sends {
-        let on_cpu = queued
-            .as_ref()
-            .filter(|(_, q)| q[s.to as usize])
-            .map(|(sh, _)| (sh.pair, sh.grouping[s.to as usize] as usize));
+        let on_cpu = queued.map(|sh| (sh.pair, sh.grouping[s.to as usize] as usize));
         let c = on_cpu.map_or_else(|| curve.at(s.bytes), |(pair, _)| pair.at(s.bytes));
         let mut t: f64 = s.prev.map_or(entered(s.from), |p| free[p]);
         for &d in &s.deps {
