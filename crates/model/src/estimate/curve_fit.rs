@@ -230,7 +230,8 @@ pub enum Over {
 
 /// The time in the call at or below which a rank of a call of `bytes` is taken to have found
 /// its data there rather than waited for it: the shortest transfer any scale in
-/// [`SCALE_RANGE`] gives, where that is longer than the longest late receive any scale gives
+/// [`FOUND_DATA_SCALES`] gives, where that is longer than the longest late receive any such
+/// scale gives
 /// (`None` elsewhere: the two overlap, as they do from 4 KiB with Open MPI on one host, where
 /// a late receive copies nearly as long as a transfer takes).
 ///
@@ -245,9 +246,15 @@ pub enum Over {
 /// ranks that waited, both readings ask the same of the model.
 pub fn found_data_below(curve: &SendCurve, bytes: u64) -> Option<f64> {
     let c = curve.at(bytes);
-    let (lo, hi) = SCALE_RANGE;
+    let (lo, hi) = FOUND_DATA_SCALES;
     (hi * c.late_recv_s < lo * c.one_way_s).then_some(lo * c.one_way_s)
 }
+
+/// The scales [`found_data_below`] allows for: the range fits gave below 256 KiB, narrower
+/// than [`SCALE_RANGE`], which reaches 8 for the 1 MiB state that alone asks for more than 4.
+/// The wider one would leave no threshold at 1 KiB under Open MPI (a late receive of 0.07 us
+/// against a one-way 1.94 us: x8 of the one is longer than x0.25 of the other).
+pub const FOUND_DATA_SCALES: (f64, f64) = (0.25, 4.0);
 
 /// Median over the ranks `which` marks of `leave - enter`.
 fn median_where(enter: &[f64], leave: &[f64], which: &[bool]) -> f64 {
@@ -410,7 +417,7 @@ mod tests {
             vec![0.0, 3e-6, 1e-6, 40e-6],
             vec![5e-6, 0.0, 2e-6, 1e-6],
         ];
-        for f in [0.5, 1.0, 1.7, 3.0] {
+        for f in [0.5, 1.0, 1.7, 3.0, 5.5] {
             for bytes in [1024, 65536, 1 << 20] {
                 let calls = calls_of(&plan, bytes, f, &entries);
                 let got = fit_scale(&plan, bytes, &curve(), 0.2e-6, &calls, Over::WaitingRanks).unwrap();
