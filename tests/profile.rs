@@ -144,10 +144,15 @@ fn profile_counts_calls_and_bytes_exactly() {
         let drift = k.drift_ppm.expect("drift");
         assert!(drift.is_finite() && drift.abs() <= 1000.0, "{k:?}");
         assert!(k.offset_error_s >= 0.0 && k.offset_error_s.is_finite(), "{k:?}");
-        // One host: every rank reads rank 0's kernel clock, so its offset comes from that
-        // (to a bracket of reads, well under a microsecond unless all eight attempts were
-        // preempted), not from a ping-pong that may wait for a core.
-        let method = if k.rank == 0 { "reference" } else { "same kernel" };
+        // One host: every rank reads rank 0's time-stamp counter (its times are converted
+        // with rank 0's line) or, without one, rank 0's kernel clock, so its offset comes
+        // from that (to a bracket of reads, well under a microsecond unless all eight
+        // attempts were preempted), not from a ping-pong that may wait for a core.
+        let method = match (k.rank, k.source.as_str()) {
+            (0, _) => "reference",
+            (_, "tsc") => "same counter",
+            _ => "same kernel",
+        };
         assert_eq!(k.offset_method, method, "{k:?}");
         assert!(k.offset_error_s < 50e-6, "{k:?}");
     }

@@ -241,12 +241,37 @@ impl Clock {
     /// Ticks `t` as a time of the reference clock, through the base stamp and the best rate
     /// known now ([`Clock::long_rate`]).
     pub fn to_wtime(&self, t: u64) -> f64 {
-        self.to_wtime_with(t, self.long_rate().0)
+        self.line().at(t)
     }
 
-    /// [`Clock::to_wtime`] with a given rate (one `long_rate` for many conversions).
-    pub fn to_wtime_with(&self, t: u64, s_per_tick: f64) -> f64 {
-        self.base.ref_s + t.wrapping_sub(self.base.ticks) as i64 as f64 * s_per_tick
+    /// The map from ticks to the reference clock that [`Clock::to_wtime`] applies: the base
+    /// stamp and the best rate known now (one `long_rate` for many conversions).
+    pub fn line(&self) -> Line {
+        Line {
+            ticks: self.base.ticks,
+            ref_s: self.base.ref_s,
+            s_per_tick: self.long_rate().0,
+        }
+    }
+}
+
+/// A straight map from ticks to seconds of a reference clock: at `ticks` the reference read
+/// `ref_s`, and it advances `s_per_tick` per tick.
+///
+/// Why it is a value of its own: ranks that read one counter (the time-stamp counter of one
+/// kernel's CPUs) can all convert with one line, rank 0's, and their times then compare
+/// exactly, whatever their own references did in between (`super::gather`).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Line {
+    pub ticks: u64,
+    pub ref_s: f64,
+    pub s_per_tick: f64,
+}
+
+impl Line {
+    /// Ticks `t` on the reference clock.
+    pub fn at(&self, t: u64) -> f64 {
+        self.ref_s + t.wrapping_sub(self.ticks) as i64 as f64 * self.s_per_tick
     }
 }
 

@@ -1,5 +1,6 @@
 //! Gathering profiles to rank 0 and writing the file (see the module docs of `profile`).
 
+use super::clock::Line;
 use super::offset::{ClockMap, Offset};
 use super::report::{
     class_bytes, CommReport, Compare, ProfileReport, RankClock, RankTiming, SampleCall, SharedCpus, SiteReport,
@@ -224,9 +225,25 @@ fn by_name(sites: &super::SiteMap) -> Vec<(String, SiteStats)> {
 fn try_gather_comm(st: &mut dyn ProfiledComm) -> crate::error::Result<()> {
     let (comm, rank, size) = (st.comm(), st.rank(), st.size());
     let end_offset = measure_offset(comm, rank, size, st.control_tag())?;
-    let setup_offset = st.profile().setup_offset;
-    let map = ClockMap::new(setup_offset, end_offset);
+    let mut setup_offset = st.profile().setup_offset;
     let clock = super::clock::Clock::global();
+    let boot_id = crate::host::kernel_info().boot_id;
+    let own = clock.line();
+    let theirs = rank0_counter(comm, rank, clock, own, boot_id)?;
+    let shared = theirs.and_then(|r0| one_counter(own, r0, end_offset, rank, clock.now()));
+    let mut end_offset = end_offset;
+    let mut method = if rank == 0 { "reference" } else { "ping-pong" };
+    if let Some(err) = shared {
+        // Converted with rank 0's line, this rank's times are on rank 0's base already.
+        end_offset = counter_offset(end_offset, err);
+        setup_offset = setup_offset.map(|o| counter_offset(o, err));
+        method = "same counter";
+    }
+    let map = ClockMap::new(setup_offset, end_offset);
+    let line = match (shared, theirs) {
+        (Some(_), Some(r0)) => r0.line,
+        _ => own,
+    };
     let wire = RankWire {
         clock: RankClock {
             rank,
@@ -238,15 +255,15 @@ fn try_gather_comm(st: &mut dyn ProfiledComm) -> crate::error::Result<()> {
             offset_error_s: map.error_s(),
             offset_at_setup_s: setup_offset.map(|o| o.offset_s),
             drift_ppm: setup_offset.map(|_| map.drift() * 1e6),
-            offset_method: if rank == 0 { "reference" } else { "ping-pong" }.into(),
+            offset_method: method.into(),
         },
         rank,
         world_rank: world_rank(),
         host: processor_name(),
         setup_offset,
         end_offset,
-        sites: by_name(&st.profile_mut().tally.sites()),
-        boot_id: crate::host::kernel_info().boot_id,
+        sites: by_name(&st.profile_mut().tally.sites(&line)),
+        boot_id,
         cpus: crate::host::cpu_mask(),
     };
     let bytes = postcard::to_stdvec(&wire)
@@ -268,6 +285,88 @@ fn try_gather_comm(st: &mut dyn ProfiledComm) -> crate::error::Result<()> {
     let report = merge(st, &ranks);
     FINISHED.lock().unwrap_or_else(|p| p.into_inner()).push(report);
     Ok(())
+}
+
+/// Rank 0's counter as every rank learns it at the gather: its line from ticks to its
+/// `MPI_Wtime` and what one read of its counter costs.
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct Rank0Counter {
+    line: Line,
+    read_cost_s: f64,
+}
+
+/// Rank 0's counter line, sent to every rank (collective over `comm`); `None` on rank 0, and
+/// where rank 0's ticks or this rank's are not the time-stamp counter or the two run on
+/// different kernels (boot id 0: unknown), where ticks do not compare.
+///
+/// Why: each rank converts its ticks to its own `MPI_Wtime` through a line from its own
+/// calibration (at set-up) to the gather, and the offsets between ranks are measured at those
+/// two ends. Where the reference clocks do not run straight against the counter in between
+/// (2 MPICH ranks on the VM, 2026-11-28: `MPI_Wtime` ran 0.5% faster than `CLOCK_MONOTONIC`
+/// for seconds at a time, at other times at its rate), two ranks whose calibrations were a
+/// few milliseconds apart convert the same instant microseconds apart: the receiver of a 1 KiB
+/// broadcast then seemed to enter and leave 2-11 us before the root entered, in every call of a
+/// job (6 of 10 jobs), and the predictions from the entries read 3-60x the measured time. One
+/// counter read through one line has no such error.
+fn rank0_counter(
+    comm: MPI_Comm,
+    rank: u32,
+    clock: &super::clock::Clock,
+    own: Line,
+    boot_id: u64,
+) -> crate::error::Result<Option<Rank0Counter>> {
+    let mut msg = [
+        u64::from(clock.is_tsc()),
+        boot_id,
+        own.ticks,
+        own.ref_s.to_bits(),
+        own.s_per_tick.to_bits(),
+        clock.read_cost_s().to_bits(),
+    ]
+    .map(|x| x as i64);
+    raw::bcast(&mut msg, 0, comm)?;
+    let m = msg.map(|x| x as u64);
+    let comparable = rank != 0 && m[0] == 1 && clock.is_tsc() && boot_id != 0 && m[1] == boot_id;
+    Ok(comparable.then(|| Rank0Counter {
+        line: Line {
+            ticks: m[2],
+            ref_s: f64::from_bits(m[3]),
+            s_per_tick: f64::from_bits(m[4]),
+        },
+        read_cost_s: f64::from_bits(m[5]) + clock.read_cost_s(),
+    }))
+}
+
+/// Whether this rank's counter is rank 0's (`theirs`): then the error bound of its times on
+/// rank 0's base through rank 0's line (the two reads' cost), else `None`. The check: at `now`
+/// (ticks), both lines are right (each was anchored there by its rate), so rank 0's line
+/// minus this rank's `own` must be the offset just measured (`end`), to within its bound and
+/// the reads'; a counter that is not shared after all (a kernel whose CPUs' counters were not
+/// synchronised) is off by far more.
+fn one_counter(own: Line, theirs: Rank0Counter, end: Offset, rank: u32, now: u64) -> Option<f64> {
+    let said = theirs.line.at(now) - own.at(now);
+    let agrees = (said - end.offset_s).abs() <= end.error_s + theirs.read_cost_s + 1e-7;
+    log::debug!(
+        "profile clocks: rank {rank}: rank 0's counter line puts it {:+.2} us from rank 0 now (measured {:+.2} +- {:.2} us), {:+.2} us at its calibration: {}",
+        said * 1e6,
+        end.offset_s * 1e6,
+        end.error_s * 1e6,
+        (theirs.line.at(own.ticks) - own.ref_s - end.offset_s) * 1e6,
+        if agrees { "one counter" } else { "not one counter" }
+    );
+    agrees.then_some(theirs.read_cost_s)
+}
+
+/// The offset of a rank whose times were converted with rank 0's counter line (measured as
+/// `o`): none, to within `error_s`, and no kernel stamp (so rank 0 does not put its kernel's
+/// offset back in place of it, `align_same_kernel`).
+fn counter_offset(o: Offset, error_s: f64) -> Offset {
+    Offset {
+        offset_s: 0.0,
+        error_s,
+        kernel: None,
+        ..o
+    }
 }
 
 /// On rank 0: the ranks that run on rank 0's kernel get the offsets their kernel stamps give
@@ -615,6 +714,53 @@ pub fn all_ok(comm: MPI_Comm, ok: bool) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Two ranks of one counter (1 tick = 1 ns) whose `MPI_Wtime` ran 0.5% fast for the 3 ms
+    /// between their calibrations: through their own lines (each from its calibration to the
+    /// gather) one instant lands microseconds apart; through rank 0's, exactly together.
+    /// The check accepts rank 0's line where it agrees with the measured offset, and refuses a
+    /// counter that is not rank 0's.
+    #[test]
+    fn ranks_of_one_counter_compare_through_rank_0s_line() {
+        // The reference as a function of ticks: straight, with 0.5% more over its first 3 ms.
+        let wtime = |t: u64| {
+            let s = t as f64 * 1e-9;
+            s + 0.005 * s.min(0.003)
+        };
+        let line = |from: u64, to: u64| Line {
+            ticks: from,
+            ref_s: wtime(from),
+            s_per_tick: (wtime(to) - wtime(from)) / (to - from) as f64,
+        };
+        let gather = 1_000_000_000u64;
+        let (r0, r1) = (line(0, gather), line(3_000_000, gather));
+        let instant = 50_000_000u64;
+        assert!(
+            (r1.at(instant) - r0.at(instant)).abs() > 10e-6,
+            "{} {}",
+            r0.at(instant),
+            r1.at(instant)
+        );
+        let theirs = Rank0Counter {
+            line: r0,
+            read_cost_s: 2e-8,
+        };
+        let end = Offset {
+            at_s: wtime(gather),
+            offset_s: 0.0,
+            error_s: 1e-6,
+            kernel: None,
+        };
+        assert_eq!(one_counter(r1, theirs, end, 1, gather), Some(2e-8));
+        // A counter 1 ms off rank 0's (or an offset that says so) is not one counter.
+        let off = Line {
+            ref_s: r1.ref_s + 1e-3,
+            ..r1
+        };
+        assert_eq!(one_counter(off, theirs, end, 1, gather), None);
+        let far = Offset { offset_s: 5e-6, ..end };
+        assert_eq!(one_counter(r1, theirs, far, 1, gather), None);
+    }
 
     #[test]
     fn ranks_outnumbering_their_kernels_cpus_are_reported() {

@@ -820,18 +820,28 @@ fn worst_clock(c: &CommReport) -> Option<&super::report::RankClock> {
 /// ping-pong. `None` without clocks (older profiles, or one rank).
 fn clocks_note(c: &CommReport) -> Option<String> {
     let worst = worst_clock(c).filter(|_| c.clocks.len() > 1)?;
-    let kernel = c.clocks.iter().filter(|k| k.offset_method == "same kernel").count();
+    let count = |m: &str| c.clocks.iter().filter(|k| k.offset_method == m).count();
     let how = match worst.offset_method.as_str() {
         "" => "",
         "same kernel" => ", through the kernel clock it shares with rank 0",
+        "same counter" => ", read from the counter it shares with rank 0",
         "reference" => ", rank 0 itself",
         _ => ", by ping-pong",
     };
-    let shared = if kernel > 0 {
-        format!("; {kernel} rank(s) share rank 0's kernel and are aligned through its clock")
-    } else {
-        String::new()
-    };
+    let shared = [
+        (
+            count("same counter"),
+            "read rank 0's time-stamp counter and are converted as rank 0's times",
+        ),
+        (
+            count("same kernel"),
+            "share rank 0's kernel and are aligned through its clock",
+        ),
+    ]
+    .iter()
+    .filter(|(n, _)| *n > 0)
+    .map(|(n, what)| format!("; {n} rank(s) {what}"))
+    .collect::<String>();
     Some(format!(
         "  clocks: entries are on rank 0's time base to within {} us (rank {}{how}){shared}",
         us(worst.offset_error_s),
@@ -1446,6 +1456,15 @@ mod tests {
         let t = text(&r);
         assert!(
             t.contains("(rank 1, through the kernel clock it shares with rank 0); 1 rank(s) share rank 0's kernel"),
+            "{t}"
+        );
+        // Read from rank 0's counter: the note says so.
+        r.communicators[0].clocks[1] = clock(1, 2e-8, "same counter");
+        let t = text(&r);
+        assert!(
+            t.contains(
+                "(rank 1, read from the counter it shares with rank 0); 1 rank(s) read rank 0's time-stamp counter"
+            ),
             "{t}"
         );
         // The sample's skew is 3 ms: an error of 2 ms is more than half of it.

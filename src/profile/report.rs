@@ -180,9 +180,11 @@ pub struct RankClock {
     #[serde(default)]
     pub drift_ppm: Option<f64>,
     /// How the offset was found: `reference` (rank 0), `ping-pong` (Cristian's algorithm with
-    /// rank 0), or `same kernel` (both ranks' `MPI_Wtime` against the kernel clock they share,
-    /// to tens of nanoseconds; `profile::offset`). Empty in profiles written before it was
-    /// recorded.
+    /// rank 0), `same kernel` (both ranks' `MPI_Wtime` against the kernel clock they share,
+    /// to tens of nanoseconds; `profile::offset`), or `same counter` (the rank reads rank 0's
+    /// time-stamp counter and its times were converted with rank 0's line from ticks to
+    /// seconds, so they are on rank 0's base with no offset; the bound is the two reads' cost;
+    /// `profile::gather`). Empty in profiles written before it was recorded.
     #[serde(default)]
     pub offset_method: String,
 }

@@ -17,7 +17,7 @@
 //! per-rank Gantt chart of one call.
 //! Quantiles of a cell are those of its timed calls (the report says how many were timed).
 
-use super::clock::Clock;
+use super::clock::{Clock, Line};
 use super::{CallSite, ClassStats, Histogram, LastCall, SiteMap};
 
 /// Share of a cell's call time that timing may cost.
@@ -73,8 +73,8 @@ struct Last {
 }
 
 impl Last {
-    fn resolve(&self, clock: &Clock) -> LastCall {
-        let (enter_s, done_s) = (clock.to_wtime(self.span.0), clock.to_wtime(self.span.1));
+    fn resolve(&self, line: &Line) -> LastCall {
+        let (enter_s, done_s) = (line.at(self.span.0), line.at(self.span.1));
         LastCall {
             seq: self.seq,
             root: self.root,
@@ -356,10 +356,10 @@ impl Tally {
         c.compare_mpi.add(mpi_s);
     }
 
-    /// This rank's records per site (absolute times on the `MPI_Wtime` clock).
-    pub fn sites(&mut self) -> SiteMap {
+    /// This rank's records per site, absolute times through `line` (this rank's own
+    /// [`Clock::line`] puts them on its `MPI_Wtime`; see `super::gather` for when another's).
+    pub fn sites(&mut self, line: &Line) -> SiteMap {
         self.flush();
-        let clock = || Self::clock();
         let mut out = SiteMap::default();
         for c in &self.cells {
             let s = out.entry(c.site).or_default();
@@ -376,12 +376,12 @@ impl Tally {
             for &(r, n) in &c.roots {
                 *class.roots.entry(r).or_insert(0) += n;
             }
-            s.common.extend(c.common.iter().map(|l| l.resolve(clock())));
+            s.common.extend(c.common.iter().map(|l| l.resolve(line)));
             super::keep_latest(&mut s.common);
             for (mine, theirs) in [(&mut s.last, c.last), (&mut s.last_common, c.last_common)] {
                 if let Some(l) = theirs {
                     if mine.is_none_or(|m| m.seq < l.seq) {
-                        *mine = Some(l.resolve(clock()));
+                        *mine = Some(l.resolve(line));
                     }
                 }
             }
@@ -429,7 +429,7 @@ mod tests {
                 }
             }
         }
-        let sites = t.sites();
+        let sites = t.sites(&Clock::global().line());
         for s in [site(1), site(2)] {
             let st = &sites[&s];
             assert_eq!((st.calls, st.bytes), (2048, 2048 * 1000));
@@ -482,7 +482,7 @@ mod tests {
                 t.hot.as_mut().unwrap().mask = MAX_STRIDE - 1;
             }
         }
-        let st = &t.sites()[&site(7)];
+        let st = &t.sites(&Clock::global().line())[&site(7)];
         assert_eq!((st.calls, st.bytes, st.failures), (1000, 900 * 64 + 100 * 4096, 1));
         let small = &st.classes[&crate::plan::size_class(64)];
         assert_eq!(small.calls, 900);
