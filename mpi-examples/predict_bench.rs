@@ -3,13 +3,14 @@
 //!
 //! ```text
 //! cargo build --release --example predict_bench
-//! mpirun -np 4 --oversubscribe target/release/examples/predict_bench [CALLS=200]
+//! mpirun -np 4 --oversubscribe target/release/examples/predict_bench [CALLS=200] [--sizes B,B,..] [--root R]
 //! ```
 //!
 //! Every rank makes `topo_bcast` calls from one call site, each after a barrier (so the ranks
 //! enter as nearly together as they can, as the headline prediction assumes), of 1 KiB, 4 KiB,
-//! ... 16 MiB (powers of 4; up to `CALLS` per size, fewer for the largest so that each size
-//! moves at most 256 MiB) of written data, with profiling on and every call timed
+//! ... 16 MiB (powers of 4, the sizes the one-host set-up times; `--sizes` for others, at most
+//! one per power-of-two size class) from root 0 (`--root`), up to `CALLS` per size, fewer for
+//! the largest so that each size moves at most 256 MiB, of written data, with profiling on and every call timed
 //! (`TREECAST_PROFILE_TIMING=all`; the profile goes to a temporary file unless
 //! `TREECAST_PROFILE` names one). After `MPI_Finalize` rank 0 reads the profile and prints,
 //! per size class:
@@ -43,15 +44,26 @@ fn main() {
     if std::env::var_os("TREECAST_PROFILE_TIMING").is_none() {
         std::env::set_var("TREECAST_PROFILE_TIMING", "all");
     }
-    let calls: usize = std::env::args()
-        .nth(1)
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(200)
-        .max(1);
-    let sizes: Vec<usize> = (0..8).map(|k| 1024usize << (2 * k)).collect();
+    let args = match Args::parse(std::env::args().skip(1)) {
+        Ok(a) => a,
+        Err(e) => {
+            eprintln!("predict_bench: {e}\nusage: predict_bench [CALLS] [--sizes B,B,..] [--root R]");
+            std::process::exit(2);
+        }
+    };
+    let (calls, sizes, root) = (args.calls, args.sizes, args.root);
 
     let universe = mpi::initialize().expect("MPI initialisation failed");
     let world = universe.world();
+    if root >= world.size() {
+        if world.rank() == 0 {
+            eprintln!(
+                "predict_bench: --root {root} is not a rank of the {} ranks",
+                world.size()
+            );
+        }
+        std::process::exit(2);
+    }
     // Real data on every rank: a buffer of zeros is the kernel's shared zero page until
     // written, and the root's sends then read one cached page over and over (1 MiB between
     // two ranks of one host measured 39 us from zeros, against 110 us one way in a ping-pong).
@@ -63,7 +75,7 @@ fn main() {
         let n = calls.min((256usize << 20) / bytes).max(10);
         for _ in 0..n {
             world.barrier();
-            if let Err(e) = world.topo_bcast(&mut buf[..bytes], 0) {
+            if let Err(e) = world.topo_bcast(&mut buf[..bytes], root) {
                 eprintln!("rank {}: topo_bcast failed: {e}", world.rank());
                 world.abort(1);
             }
@@ -98,7 +110,7 @@ fn main() {
         .iter()
         .any(|c| c.predicted.as_ref().is_some_and(|p| p.rank_median_s.is_some()));
     println!(
-        "{nranks} ranks ({}), topo_bcast after a barrier, predictions {}",
+        "{nranks} ranks ({}), topo_bcast from root {root} after a barrier, predictions {}",
         report.mpi_library,
         if calibrated {
             "calibrated at set-up (median rank's time in the call)"
@@ -187,9 +199,82 @@ fn main() {
         listed(&placed)
     );
     let verdict = |b: bool| if b { "met" } else { "NOT met" };
+    let span = match (sizes.first(), sizes.last()) {
+        (Some(&a), Some(&b)) if a != b => format!("{} .. {}", bytes_text(a), bytes_text(b)),
+        (Some(&a), _) => bytes_text(a),
+        _ => String::new(),
+    };
     println!(
-        "median prediction within 25% of the measured median, 1 KiB .. 16 MiB: {} (all ranks entering together), {} (each call from its ranks' entries)",
+        "median prediction within 25% of the measured median, {span}: {} (all ranks entering together), {} (each call from its ranks' entries)",
         verdict(all),
         verdict(all_given)
     );
+}
+
+/// `1 KiB`, `16 MiB`, `3000 B`: the verdict line's span (whole binary units where exact).
+fn bytes_text(b: usize) -> String {
+    match b {
+        b if b >= 1 << 20 && b % (1 << 20) == 0 => format!("{} MiB", b >> 20),
+        b if b >= 1 << 10 && b % (1 << 10) == 0 => format!("{} KiB", b >> 10),
+        b => format!("{b} B"),
+    }
+}
+
+/// The command line: calls per size, the sizes (default 1 KiB .. 16 MiB in powers of 4) and
+/// the root (default 0). Other sizes and roots are how the predictions are checked on inputs
+/// the set-up did not time: it times powers of 4 from root 0.
+#[derive(Debug, PartialEq)]
+struct Args {
+    calls: usize,
+    sizes: Vec<usize>,
+    root: i32,
+}
+
+impl Args {
+    fn parse(mut it: impl Iterator<Item = String>) -> Result<Args, String> {
+        let mut a = Args {
+            calls: 200,
+            sizes: (0..8).map(|k| 1024usize << (2 * k)).collect(),
+            root: 0,
+        };
+        let mut positional = false;
+        while let Some(arg) = it.next() {
+            let mut value = |what: &str| it.next().ok_or_else(|| format!("{what} takes a value"));
+            match arg.as_str() {
+                "--sizes" => {
+                    let list = value("--sizes")?;
+                    a.sizes = list
+                        .split(',')
+                        .map(|x| x.trim().parse::<usize>().ok().filter(|&b| (1..=1 << 26).contains(&b)))
+                        .collect::<Option<Vec<usize>>>()
+                        .ok_or_else(|| format!("--sizes takes byte counts from 1 to 64 MiB, not {list}"))?;
+                    a.sizes.sort_unstable();
+                    // The profile's size classes are powers of two: two sizes of one class
+                    // would share its row.
+                    let class = |b: usize| usize::BITS - b.leading_zeros();
+                    if a.sizes.windows(2).any(|w| class(w[0]) == class(w[1])) {
+                        return Err(format!("--sizes {list}: two sizes in one power-of-two class"));
+                    }
+                }
+                "--root" => {
+                    let v = value("--root")?;
+                    a.root = v
+                        .parse()
+                        .ok()
+                        .filter(|&r: &i32| r >= 0)
+                        .ok_or_else(|| format!("--root takes a rank, not {v}"))?;
+                }
+                x if !positional && !x.starts_with('-') => {
+                    a.calls = x
+                        .parse::<usize>()
+                        .ok()
+                        .filter(|&c| c > 0)
+                        .ok_or_else(|| format!("CALLS must be a positive number, not {x}"))?;
+                    positional = true;
+                }
+                x => return Err(format!("unknown argument {x}")),
+            }
+        }
+        Ok(a)
+    }
 }

@@ -2,7 +2,7 @@
 # predict-stats.sh: how often do a profile's predictions meet issue 23's goal, job after job?
 #
 #   scripts/predict-stats.sh [--runs K] [--ranks N] [--mpich] [--emulated SHAPE] [--keep DIR]
-#                            [--calls C] [--bind] [--against BENCH]
+#                            [--calls C] [--sizes LIST] [--root R] [--bind] [--against BENCH]
 #
 # Runs `predict_bench` (a profiled job of topo_bcast calls, 1 KiB .. 16 MiB, that prints each
 # size's measured median against its prediction) K times (default 6), one job at a time, and
@@ -18,6 +18,9 @@
 # emulated cluster (scripts/emucluster.sh, 2 extra bridges per uplink, 300mbit uplinks, one rank
 # per host, `--mca mpi_yield_when_idle 1` as the demo runs) for the jobs and tears it down after.
 # --calls C: calls per size (predict_bench's argument, default 200).
+# --sizes LIST, --root R: predict_bench's message sizes (bytes, comma-separated, at most one per
+# power-of-two class; default 1 KiB .. 16 MiB in powers of 4, the sizes the one-host set-up
+# times) and root (default 0): how the predictions hold on inputs the set-up did not time.
 # --bind: one host, bind each rank to a core (round robin, several ranks to a core where they
 # outnumber the cores), so the ranks sharing a core stay the same through set-up and job.
 # --keep DIR: keep each job's output (job-K.txt), log (job-K.err) and profile (job-K.json, for
@@ -34,7 +37,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-runs=6 ranks=4 mpich=0 shape="" keep="" calls=200 bind=0 against="" prefix="${EMUCLUSTER_PREFIX:-tcpred}"
+runs=6 ranks=4 mpich=0 shape="" keep="" calls=200 sizes="" root="" bind=0 against="" prefix="${EMUCLUSTER_PREFIX:-tcpred}"
 while [ $# -gt 0 ]; do
   case "$1" in
     --runs) runs="${2:?}"; shift 2;;
@@ -43,6 +46,8 @@ while [ $# -gt 0 ]; do
     --emulated) shape="${2:?}"; shift 2;;
     --keep) keep="${2:?}"; shift 2;;
     --calls) calls="${2:?}"; shift 2;;
+    --sizes) sizes="${2:?}"; shift 2;;
+    --root) root="${2:?}"; shift 2;;
     --bind) bind=1; shift;;
     --against) against="${2:?}"; shift 2;;
     -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0;;
@@ -55,6 +60,12 @@ done
 [ "$mpich" = 0 ] || [ -z "$shape" ] || { echo "predict-stats: --emulated runs Open MPI; drop --mpich" >&2; exit 2; }
 [ "$bind" = 0 ] || [ -z "$shape" ] || { echo "predict-stats: --bind is for one host; drop --emulated" >&2; exit 2; }
 [ -z "$against" ] || [ -x "$against" ] || { echo "predict-stats: --against takes an executable predict_bench, not $against" >&2; exit 2; }
+[ -z "$sizes" ] || [[ "$sizes" =~ ^[1-9][0-9]*(,[1-9][0-9]*)*$ ]] || { echo "predict-stats: --sizes takes byte counts separated by commas, not $sizes" >&2; exit 2; }
+[ -z "$root" ] || [[ "$root" =~ ^[0-9]+$ ]] || { echo "predict-stats: --root takes a rank, not $root" >&2; exit 2; }
+# What each job's predict_bench is given.
+bench_args=("$calls")
+[ -z "$sizes" ] || bench_args+=(--sizes "$sizes")
+[ -z "$root" ] || bench_args+=(--root "$root")
 
 if [ "$mpich" = 1 ]; then export TREECAST_MPI=mpich; fi
 . scripts/env.sh
@@ -82,13 +93,13 @@ launch() {
     [ -z "$shape" ] || env+=(-x "TREECAST_PROBE_DUMP=$out/$name.probe.json")
   fi
   if [ -n "$shape" ]; then
-    "${emu[@]}" mpirun --mca mpi_yield_when_idle 1 "${env[@]}" "$bench" "$calls"
+    "${emu[@]}" mpirun --mca mpi_yield_when_idle 1 "${env[@]}" "$bench" "${bench_args[@]}"
   elif [ "$mpich" = 1 ]; then
     if [ "$bind" = 1 ]; then env+=(-bind-to core); fi
-    mpirun -n "$ranks" "${env[@]}" "$bench" "$calls"
+    mpirun -n "$ranks" "${env[@]}" "$bench" "${bench_args[@]}"
   else
     if [ "$bind" = 1 ]; then env+=(--bind-to core:overload-allowed); fi
-    mpirun --allow-run-as-root --oversubscribe -np "$ranks" "${env[@]}" "$bench" "$calls"
+    mpirun --allow-run-as-root --oversubscribe -np "$ranks" "${env[@]}" "$bench" "${bench_args[@]}"
   fi
 }
 if [ -n "$shape" ]; then
@@ -100,6 +111,8 @@ else
   where="one host, $ranks ranks, Open MPI"
 fi
 if [ "$bind" = 1 ]; then where="$where, bound to cores"; fi
+[ -z "$sizes" ] || where="$where, sizes $sizes"
+[ -z "$root" ] || where="$where, root $root"
 
 failed=0 files=() against_files=()
 for ((k = 1; k <= runs; k++)); do
