@@ -38,8 +38,29 @@ use mpi::ffi::MPI_Comm;
 /// (12 + 6 jobs alternating, 2026-11-27). The log gives each pass's factor as well.
 pub const PASSES: usize = 2;
 
-/// Sizes timed: 1 KiB to 16 MiB in powers of 4 (the scale is interpolated between them).
-pub const FIT_SIZES: [u64; 8] = [1 << 10, 1 << 12, 1 << 14, 1 << 16, 1 << 18, 1 << 20, 1 << 22, 1 << 24];
+/// Sizes timed: 1 KiB to 16 MiB in powers of 2, one in each size class, so every class's
+/// calls are predicted with a scale of their own. In powers of 4 the classes between took a
+/// scale interpolated from their neighbours', which measure other algorithms and other states
+/// of the host: 4 Open MPI ranks, 10 jobs of `predict_bench --sizes
+/// 1000,3000,100000,700000,2500000,10000000` (2026-11-28), 2.5 MB predicted -23 .. +95% (the
+/// 4 MiB scale, x2.8 in one job, carried to it), 3000 B +27 .. +64%; 35 of 60 sizes within 25%.
+pub const FIT_SIZES: [u64; 15] = [
+    1 << 10,
+    1 << 11,
+    1 << 12,
+    1 << 13,
+    1 << 14,
+    1 << 15,
+    1 << 16,
+    1 << 17,
+    1 << 18,
+    1 << 19,
+    1 << 20,
+    1 << 21,
+    1 << 22,
+    1 << 23,
+    1 << 24,
+];
 
 /// Untimed and timed calls per size: many where a call takes microseconds (a 1 KiB call of 4
 /// ranks on 2 cores read 1.7 us in some jobs and 3.2 us in others, and single calls far
