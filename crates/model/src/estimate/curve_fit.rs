@@ -141,9 +141,14 @@ pub fn fit_scale(
         .collect();
     let predicted = |f: f64| -> Option<f64> {
         let scaled = curve.scaled(|_| f);
-        // The calls left have a copy at once: the evaluator models them without a grouping.
-        let per_call = entries.iter().zip(&waited).map(|(e, w)| {
-            evaluate_dag_on_one_host(&dag, n, &scaled, issue_s, Some(e), None)
+        // The calls left have a copy at once: at the scaled costs, receivers sharing a CPU
+        // queued as the predictions queue them.
+        let per_call = entries.iter().zip(&waited).zip(&calls).map(|((e, w), c)| {
+            let shared = c
+                .grouping
+                .as_deref()
+                .map(|grouping| SharedCpus { grouping, pair: curve });
+            evaluate_dag_on_one_host(&dag, n, &scaled, issue_s, Some(e), shared)
                 .map(|t| median_where(e, &t.rank_done_s, w))
         });
         let v: Result<Vec<f64>, _> = per_call.collect();
