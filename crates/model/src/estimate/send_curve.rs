@@ -69,17 +69,35 @@ impl SendCurve {
     /// The curve with each point's times multiplied by `factor(bytes)` (a factor that is not
     /// finite and positive leaves the point as it is).
     pub fn scaled(&self, factor: impl Fn(u64) -> f64) -> SendCurve {
-        let points = self
+        self.scaled_at(&[], factor)
+    }
+
+    /// The curve at its own sizes and at `more`, each point's times multiplied by
+    /// `factor(bytes)` (a factor that is not finite and positive leaves the point as it is).
+    /// Points added at the last byte of each size class let a message take its own class's
+    /// factor up to the class's end, instead of a line towards the next class's
+    /// (`super::curve_fit::CurveScale::apply`).
+    pub fn scaled_at(&self, more: &[u64], factor: impl Fn(u64) -> f64) -> SendCurve {
+        let mut sizes: Vec<u64> = self
             .points
             .iter()
-            .map(|p| {
-                let f = factor(p.bytes);
+            .map(|p| p.bytes)
+            .chain(more.iter().copied())
+            .collect();
+        sizes.sort_unstable();
+        sizes.dedup();
+        let points = sizes
+            .into_iter()
+            .filter(|&b| b > 0)
+            .map(|b| {
+                let p = self.at(b);
+                let f = factor(b);
                 let f = if f.is_finite() && f > 0.0 { f } else { 1.0 };
                 SendCost {
                     sender_s: p.sender_s * f,
                     one_way_s: p.one_way_s * f,
                     late_recv_s: p.late_recv_s * f,
-                    ..*p
+                    ..p
                 }
             })
             .collect();
