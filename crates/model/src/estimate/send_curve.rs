@@ -69,7 +69,8 @@ impl SendCurve {
     /// The curve with each point's times multiplied by `factor(bytes)` (a factor that is not
     /// finite and positive leaves the point as it is).
     pub fn scaled(&self, factor: impl Fn(u64) -> f64) -> SendCurve {
-        self.scaled_at(&[], factor)
+        let points = self.points.iter().map(|&p| scale_cost(p, factor(p.bytes))).collect();
+        SendCurve { points }
     }
 
     /// The curve at its own sizes and at `more`, each point's times multiplied by
@@ -89,17 +90,7 @@ impl SendCurve {
         let points = sizes
             .into_iter()
             .filter(|&b| b > 0)
-            .map(|b| {
-                let p = self.at(b);
-                let f = factor(b);
-                let f = if f.is_finite() && f > 0.0 { f } else { 1.0 };
-                SendCost {
-                    sender_s: p.sender_s * f,
-                    one_way_s: p.one_way_s * f,
-                    late_recv_s: p.late_recv_s * f,
-                    ..p
-                }
-            })
+            .map(|b| scale_cost(self.at(b), factor(b)))
             .collect();
         SendCurve { points }
     }
@@ -137,6 +128,17 @@ impl SendCurve {
             late_recv_s: lerp(a.late_recv_s, b.late_recv_s),
             waits_for_receiver: b.waits_for_receiver,
         }
+    }
+}
+
+/// `p` with its times multiplied by `f` (a factor that is not finite and positive leaves it).
+fn scale_cost(p: SendCost, f: f64) -> SendCost {
+    let f = if f.is_finite() && f > 0.0 { f } else { 1.0 };
+    SendCost {
+        sender_s: p.sender_s * f,
+        one_way_s: p.one_way_s * f,
+        late_recv_s: p.late_recv_s * f,
+        ..p
     }
 }
 
@@ -223,9 +225,7 @@ impl SharedCpus<'_> {
             .filter(|&r| receives(r))
             .all(|r| (0..n).any(|q| q != r && receives(q) && g[q] == g[r]))
     }
-}
 
-impl SharedCpus<'_> {
     /// Whether the grouping names a rank of a call of `n` ranks for each of them (else it is
     /// ignored).
     fn names_ranks(&self, n: usize) -> bool {
