@@ -31,7 +31,7 @@
 
 use super::fastmath::fexp;
 use super::normal::std_inv_sf;
-use super::quad::{integrate, QuadOptions, Run};
+use super::quad::{integrate, QuadOptions, Run, Segment};
 use super::{EstimateError, Marginal, Normal, Pareto};
 
 const LANES: usize = 8;
@@ -98,9 +98,10 @@ impl MaxOf {
         s
     }
 
-    /// Relative tolerance of the quadrature's error estimate (default 1e-6; the estimate is
-    /// conservative, actual errors are typically 10-100x smaller — far below what latency
-    /// models can claim, and the quadrature's cost grows only like tol^(-1/8)).
+    /// Relative tolerance of the quadrature's error estimate (default 1e-6, far below what
+    /// latency models can claim; the cost grows only like tol^(-1/8)). Over 26,000 seeded
+    /// random mixes of 1-200 receivers the actual error stayed below 6e-7 relative, and above
+    /// the estimate in 0.03% of them (`default_tolerance_holds_over_random_mixes` keeps 1,000).
     pub fn with_tolerance(mut self, rel_tol: f64) -> Self {
         self.rel_tol = rel_tol;
         self
@@ -185,6 +186,172 @@ impl MaxOf {
     }
 }
 
+/// Sets of up to this many receivers start the quadrature fine enough for each receiver's rise
+/// ([`Feature`]). In larger sets one receiver's rise is a small part of `Λ`, which the error
+/// estimate sees, and resolving every one would cost most of the 1 ms budget at 10,000.
+const RESOLVE_LIMIT: usize = 256;
+/// At most this many panels go to resolving features (they share it when there are more).
+const FEATURE_PANELS: f64 = 256.0;
+/// A rise is resolved with this many samples per standard deviation (normal) or per `1/alpha`
+/// in `ln(x - shift)` (Pareto).
+const SAMPLES_PER_SCALE: f64 = 2.0;
+
+/// Where one receiver's CDF rises, and how finely that needs sampling.
+///
+/// Why: the first round samples the range evenly, and a heavy tail can stretch the range to
+/// `u` spans of 20, so a receiver rising within 1% of it (a normal with a small sigma, a Pareto
+/// with a large alpha) falls between two samples. The Romberg estimate then sees a smooth
+/// function, reports a tiny error and misses the rise: E\[max\] was off by 2e-3 relative in
+/// random mixes, against an estimate of 3e-6.
+#[derive(Clone, Copy, Debug)]
+struct Feature {
+    /// `x` where the rise starts (`F^c = e^-20`, or a Pareto's lower end, where it has a kink).
+    x_a: f64,
+    /// `x` where it ends (`1 - F^c = 1e-10`, or the cap).
+    x_b: f64,
+    /// The Pareto's lower end: the CDF has a kink there, which only a segment end resolves.
+    kink: Option<f64>,
+    /// Spacing in `x` at `x` ([`Feature::spacing_u`]).
+    shape: Shape,
+}
+
+#[derive(Clone, Copy, Debug)]
+enum Shape {
+    /// Constant spacing in `x`.
+    Linear(f64),
+    /// Spacing `(x - shift) * rel`: constant in `ln(x - shift)`.
+    Log { shift: f64, rel: f64 },
+}
+
+impl Feature {
+    /// The rise of `m` taken `c` times (point masses have none: `x_lo` is above them).
+    fn of(m: &Marginal, c: f64) -> Option<Feature> {
+        match m {
+            Marginal::Normal(n) => Some(Feature {
+                x_a: n.mu - n.sigma * std_inv_sf((-20.0 / c).exp()),
+                x_b: m.upper_quantile(1e-10 / c),
+                kink: None,
+                // The maximum of c normals rises faster, by about sqrt(2 ln c).
+                shape: Shape::Linear(n.sigma / (SAMPLES_PER_SCALE * (1.0 + 2.0 * c.ln()).sqrt())),
+            }),
+            Marginal::Pareto(p) => Some(Feature {
+                x_a: p.lower(),
+                x_b: m.upper_quantile(1e-10 / c),
+                kink: Some(p.lower()),
+                shape: Shape::Log {
+                    shift: p.shift,
+                    rel: 1.0 / (SAMPLES_PER_SCALE * p.alpha),
+                },
+            }),
+            Marginal::Point(_) => None,
+        }
+    }
+
+    /// The finest spacing in `u = ln(x - x_shift)` the rise needs between `x_a` and `x_b`
+    /// (spacing in `x` divided by `dx/du = x - x_shift`; both shapes are monotone, so an end
+    /// attains it).
+    fn spacing_u(&self, x_a: f64, x_b: f64, x_shift: f64) -> f64 {
+        let at = |x: f64| match self.shape {
+            Shape::Linear(w) => w / (x - x_shift),
+            Shape::Log { shift, rel } => rel * (x - shift) / (x - x_shift),
+        };
+        at(x_a).min(at(x_b))
+    }
+}
+
+/// The integration segments: split at caps (where `G` jumps; each side shrunk by a relative
+/// 1e-12 so its end points see one-sided limits) and at Pareto lower ends (kinks), with each
+/// receiver's rise sampled at the spacing it needs from the first round.
+fn resolved_segments(prep: &Prepared, caps: Vec<f64>, features: &[Feature]) -> Vec<Segment> {
+    let (u_lo, u_hi, x_shift) = (prep.u_lo, prep.u_hi, prep.x_shift);
+    let x_hi = x_shift + u_hi.exp();
+    let to_u = |x: f64| (x - x_shift).ln();
+    let inside = |x: f64| x > prep.x_lo && x > x_shift && to_u(x) < u_hi;
+    let mut cuts: Vec<f64> = caps
+        .into_iter()
+        .chain(features.iter().filter_map(|f| f.kink))
+        .filter(|&x| inside(x))
+        .map(to_u)
+        .collect();
+    cuts.sort_by(f64::total_cmp);
+    cuts.dedup_by(|a, b| (*a - *b).abs() <= 1e-12 * b.abs().max(1.0));
+    // Each rise as (u_a, u_b, spacing).
+    let zones: Vec<(f64, f64, f64)> = features
+        .iter()
+        .filter_map(|f| {
+            let (a, b) = (f.x_a.max(prep.x_lo), f.x_b.min(x_hi));
+            (b > a && a > x_shift).then(|| (to_u(a), to_u(b), f.spacing_u(a, b, x_shift)))
+        })
+        .filter(|z| z.2 > 0.0 && z.2.is_finite())
+        .collect();
+    let mut ends: Vec<f64> = zones
+        .iter()
+        .flat_map(|z| [z.0, z.1])
+        .chain(cuts.iter().copied())
+        .collect();
+    ends.extend([u_lo, u_hi]);
+    ends.retain(|&u| (u_lo..=u_hi).contains(&u));
+    ends.sort_by(f64::total_cmp);
+    ends.dedup_by(|a, b| (*a - *b).abs() <= 1e-12 * b.abs().max(1.0));
+    let is_cut = |u: f64| cuts.binary_search_by(|c| c.total_cmp(&u)).is_ok();
+    // Between consecutive ends, the finest spacing of the rises covering it.
+    let mut pieces: Vec<(f64, f64, f64)> = ends
+        .windows(2)
+        .map(|w| {
+            let mid = 0.5 * (w[0] + w[1]);
+            let h = zones
+                .iter()
+                .filter(|z| z.0 <= mid && mid <= z.1)
+                .map(|z| z.2)
+                .fold(f64::INFINITY, f64::min);
+            (w[0], w[1], h)
+        })
+        .collect();
+    // Share the panel budget when the rises ask for more.
+    let wanted: f64 = pieces.iter().map(|p| panels(p.1 - p.0, p.2)).sum();
+    let coarsen = (wanted / FEATURE_PANELS).max(1.0);
+    for p in &mut pieces {
+        p.2 *= coarsen;
+    }
+    // Join neighbours (not across a cut) where one segment at the finer spacing costs no more
+    // panels than two: every segment has at least two.
+    let mut joined: Vec<(f64, f64, f64)> = Vec::with_capacity(pieces.len());
+    for p in pieces {
+        match joined.last_mut() {
+            Some(q)
+                if !is_cut(p.0)
+                    && panels(p.1 - q.0, q.2.min(p.2)) <= panels(q.1 - q.0, q.2) + panels(p.1 - p.0, p.2) =>
+            {
+                q.1 = p.1;
+                q.2 = q.2.min(p.2);
+            }
+            _ => joined.push(p),
+        }
+    }
+    joined
+        .into_iter()
+        .map(|(mut a, mut b, max_h)| {
+            if is_cut(a) {
+                a += 1e-12 * a.abs().max(1.0);
+            }
+            if is_cut(b) {
+                b -= 1e-12 * b.abs().max(1.0);
+            }
+            Segment { a, b, max_h }
+        })
+        .collect()
+}
+
+/// Panels the first round gives a segment of `len` sampled at most `h` apart (at least two).
+fn panels(len: f64, h: f64) -> f64 {
+    let n = (len / (8.0 * h)).ceil();
+    if n.is_finite() {
+        n.max(2.0)
+    } else {
+        2.0
+    }
+}
+
 /// The natural length scale of a receiver, used to place `x_shift` below the range.
 fn scale_of(m: &Marginal) -> f64 {
     match m {
@@ -201,8 +368,9 @@ struct Prepared {
     x_shift: f64,
     u_lo: f64,
     u_hi: f64,
-    /// Integration segments in u (split at clip points).
-    segments: Vec<(f64, f64)>,
+    /// Integration segments in u (split at clip points and receivers' lower ends, with the
+    /// spacing each receiver's rise needs; see [`resolved_segments`]).
+    segments: Vec<Segment>,
     /// Unclipped unit Pareto receivers with `shift == x_shift`, padded to a multiple of LANES:
     /// `q = exp(alk - a u)` with `alk = a ln k`.
     r_alk: Vec<f64>,
@@ -329,23 +497,22 @@ impl Prepared {
         prep.r_a = al;
         // Keep e^u finite; the closed-form tail covers whatever lies beyond.
         prep.u_hi = u_hi.min(700.0);
-        // Segments between clip points, each shrunk by a relative 1e-12 at a jump so that its
-        // end points see the one-sided limits.
-        let mut cuts: Vec<f64> = caps
-            .into_iter()
-            .filter(|&c| c > x_lo && c > x_shift)
-            .map(|c| (c - x_shift).ln())
-            .filter(|&u| u < prep.u_hi)
-            .collect();
-        cuts.sort_by(f64::total_cmp);
-        cuts.dedup_by(|a, b| (*a - *b).abs() <= 1e-12 * b.abs().max(1.0));
-        let mut a = prep.u_lo;
-        for &c in &cuts {
-            let eta = 1e-12 * c.abs().max(1.0);
-            prep.segments.push((a, c - eta));
-            a = c + eta;
-        }
-        prep.segments.push((a, prep.u_hi));
+        let features = if entries <= RESOLVE_LIMIT {
+            let mut f = Vec::new();
+            for p in &s.pareto {
+                f.push(Feature::of(&Marginal::Pareto(*p), 1.0));
+            }
+            for n in &s.normal {
+                f.push(Feature::of(&Marginal::Normal(*n), 1.0));
+            }
+            for (m, c) in &s.counted {
+                f.push(Feature::of(m, *c));
+            }
+            f.into_iter().flatten().collect()
+        } else {
+            Vec::new()
+        };
+        prep.segments = resolved_segments(&prep, caps, &features);
         prep
     }
 
@@ -933,8 +1100,18 @@ mod tests {
         ms.push(par(42.0, 1.1));
         let set = MaxOf::from_marginals(&ms);
         let d = set.distribution().unwrap();
-        // Reference: Richardson-extrapolated trapezoid in ln x on the exact product CDF, plus
-        // the first-order tail beyond a point where every survival is below 1e-13.
+        let reference = trapezoid_reference(&ms);
+        let x_lo = ms.iter().map(|m| m.lower()).fold(0.0, f64::max);
+        let rel = d.expected_max() / reference - 1.0;
+        assert!(rel.abs() < 1e-6, "{} vs {reference}: {rel:e}", d.expected_max());
+        assert!(d.expected_max() > 3.0 * x_lo, "the heavy receiver dominates");
+    }
+
+    /// E\[max\] by brute force: a Richardson-extrapolated trapezoid in ln x on the exact
+    /// product CDF (20,000 points), plus the first-order tail beyond a point where every
+    /// survival is below 1e-13. Every receiver must be positive above the largest lower end.
+    fn trapezoid_reference(ms: &[Marginal]) -> f64 {
+        let set = MaxOf::from_marginals(ms);
         let x_lo = ms.iter().map(|m| m.lower()).fold(0.0, f64::max);
         let x_hi = ms.iter().map(|m| m.upper_quantile(1e-13 / 51.0)).fold(0.0, f64::max);
         let trap = |n: usize| {
@@ -951,10 +1128,84 @@ mod tests {
         };
         let (t1, t2) = (trap(10_000), trap(20_000));
         let tail: f64 = ms.iter().map(|m| m.tail_integral(x_hi)).sum();
-        let reference = x_lo + (4.0 * t2 - t1) / 3.0 + tail;
-        let rel = d.expected_max() / reference - 1.0;
-        assert!(rel.abs() < 1e-6, "{} vs {reference}: {rel:e}", d.expected_max());
-        assert!(d.expected_max() > 3.0 * x_lo, "the heavy receiver dominates");
+        x_lo + (4.0 * t2 - t1) / 3.0 + tail
+    }
+
+    #[test]
+    fn a_narrow_rise_in_a_long_range_is_sampled_from_the_start() {
+        // The alpha 1.2 tail stretches the range to u spans of about 20, so the first round's
+        // samples were 0.3 apart in u, and the normal at 99 (0.02 wide in u) fell between two
+        // of them. E[max] came out as the heavy Pareto's mean alone (504.21), 2e-3 short, with
+        // an error estimate of 3e-6.
+        let ms = [
+            Marginal::Normal(Normal::new(68.21958524769431, 6.043010367894259).unwrap()),
+            Marginal::Point(74.83207119708163),
+            Marginal::Pareto(
+                Pareto::new(5.849690013986459, 12.604942001399458)
+                    .unwrap()
+                    .shifted(10.02837064530207)
+                    .unwrap(),
+            ),
+            par(86.38598925208437, 1.2067516595655143),
+            par(7.5935955803123605, 33.511560765839434),
+            par(50.49810002959902, 38.16583786423737),
+            Marginal::Normal(Normal::new(99.13843362833265, 2.1210604959536337).unwrap()),
+        ];
+        let d = MaxOf::from_marginals(&ms).distribution().unwrap();
+        let reference = trapezoid_reference(&ms);
+        let miss = (d.expected_max() - reference).abs();
+        assert!(miss < 1e-6 * reference, "{} vs {reference}", d.expected_max());
+        assert!(miss <= d.error_estimate(), "{miss} > estimate {}", d.error_estimate());
+        // The shrunk proptest case that once fell below max_j E[X_j] by more than its estimate:
+        // a normal with sigma 6.8 at 72, above a shifted Pareto that sets the range's start.
+        let ms = [
+            Marginal::Normal(Normal::new(72.28608942685187, 6.781966354051195).unwrap()),
+            par(0.1, 17.502715617453063),
+            Marginal::Pareto(
+                Pareto::new(2.615846431466336, 9.544846526687202)
+                    .unwrap()
+                    .shifted(28.80713647328343)
+                    .unwrap(),
+            ),
+        ];
+        let d = MaxOf::from_marginals(&ms).distribution().unwrap();
+        let reference = trapezoid_reference(&ms);
+        let miss = (d.expected_max() - reference).abs();
+        assert!(miss < 1e-7 * reference, "{} vs {reference}", d.expected_max());
+        assert!(d.expected_max() >= 72.28608942685187 - d.error_estimate());
+    }
+
+    #[test]
+    fn default_tolerance_holds_over_random_mixes() {
+        // 1,000 seeded mixes of 1-40 receivers of every kind (the proptest's ranges): the
+        // default quadrature against a 1e-12 one. Before receivers' rises were resolved, the
+        // worst of 20,000 such mixes was 2e-3 off.
+        let mut rng = Rng::new(20261129);
+        let mut r = |lo: f64, hi: f64| lo + (hi - lo) * rng.f64();
+        let mut worst = (0.0f64, Vec::new());
+        for _ in 0..1000 {
+            let n = r(1.0, 41.0) as usize;
+            let ms: Vec<Marginal> = (0..n)
+                .map(|_| match r(0.0, 4.0) as usize {
+                    0 => par(r(0.1, 100.0), r(1.05, 40.0)),
+                    1 => Marginal::Pareto(
+                        Pareto::new(r(0.1, 10.0), r(1.5, 40.0))
+                            .unwrap()
+                            .shifted(r(0.0, 50.0))
+                            .unwrap(),
+                    ),
+                    2 => Marginal::Normal(Normal::new(r(1.0, 100.0), r(0.01, 10.0)).unwrap()),
+                    _ => Marginal::Point(r(0.0, 100.0)),
+                })
+                .collect();
+            let e = MaxOf::from_marginals(&ms).expected_max().unwrap();
+            let tight = MaxOf::from_marginals(&ms).with_tolerance(1e-12).expected_max().unwrap();
+            let rel = (e / tight - 1.0).abs();
+            if rel > worst.0 {
+                worst = (rel, ms);
+            }
+        }
+        assert!(worst.0 < 1e-6, "{:e} for {:?}", worst.0, worst.1);
     }
 
     #[test]

@@ -161,9 +161,10 @@ mod tests {
 
     #[test]
     fn iid_max_small_n() {
-        // E[max of 2 standard normals] = 1/sqrt(pi); of 3: 3/(2 sqrt(pi)).
+        // E[max of 2 standard normals] = 1/sqrt(pi); of 3: 3/(2 sqrt(pi)). The quadrature's
+        // default tolerance is 1e-6 of max(E, |start of range|), about 9 sigma here.
         let e2 = super::super::normal_expected_max_iid(0.0, 1.0, 2.0).unwrap();
-        assert!((e2 - 1.0 / std::f64::consts::PI.sqrt()).abs() < 1e-8, "{e2}");
+        assert!((e2 - 1.0 / std::f64::consts::PI.sqrt()).abs() < 1e-7, "{e2}");
         let e3 = super::super::normal_expected_max_iid(5.0, 2.0, 3.0).unwrap();
         assert!(
             (e3 - (5.0 + 2.0 * 1.5 / std::f64::consts::PI.sqrt())).abs() < 1e-7,

@@ -81,14 +81,37 @@ fn romberg9(v: &[f64; 9], h: f64) -> (f64, f64) {
     (r33, (r33 - r22).abs())
 }
 
-/// Integrate over consecutive `segments` (each `(a, b)`; the integrand may jump between
-/// segments but must be smooth inside each). `eval(runs, out)` appends one value per abscissa.
-pub(crate) fn integrate<F>(segments: &[(f64, f64)], opts: &QuadOptions, scale: f64, mut eval: F) -> QuadResult
+/// One stretch of the integration range: the integrand must be smooth inside it (it may jump
+/// between segments).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) struct Segment {
+    pub a: f64,
+    pub b: f64,
+    /// The first round samples the segment at most this far apart. A feature narrower than the
+    /// first round's spacing can fall between samples, where no error estimate sees it, so the
+    /// caller, who knows where its features are, says how fine they need the start to be.
+    pub max_h: f64,
+}
+
+#[cfg(test)]
+impl Segment {
+    /// A segment with no known feature: the first round spreads its panels by length.
+    pub fn plain(a: f64, b: f64) -> Segment {
+        Segment {
+            a,
+            b,
+            max_h: f64::INFINITY,
+        }
+    }
+}
+
+/// Integrate over consecutive `segments`. `eval(runs, out)` appends one value per abscissa.
+pub(crate) fn integrate<F>(segments: &[Segment], opts: &QuadOptions, scale: f64, mut eval: F) -> QuadResult
 where
     F: FnMut(&[Run], &mut Vec<f64>),
 {
-    let segments: Vec<(f64, f64)> = segments.iter().copied().filter(|(a, b)| b > a).collect();
-    let total: f64 = segments.iter().map(|(a, b)| b - a).sum();
+    let segments: Vec<Segment> = segments.iter().copied().filter(|s| s.b > s.a).collect();
+    let total: f64 = segments.iter().map(|s| s.b - s.a).sum();
     if segments.is_empty() || !total.is_finite() {
         return QuadResult {
             converged: segments.is_empty(),
@@ -97,8 +120,11 @@ where
     }
     let mut runs = Vec::with_capacity(segments.len());
     let mut per_seg = Vec::with_capacity(segments.len());
-    for &(a, b) in &segments {
-        let np = ((opts.initial_panels as f64 * (b - a) / total).round() as usize).max(2);
+    for &Segment { a, b, max_h } in &segments {
+        let by_length = (opts.initial_panels as f64 * (b - a) / total).round() as usize;
+        let by_feature = ((b - a) / (8.0 * max_h)).ceil();
+        let by_feature = if by_feature.is_finite() { by_feature as usize } else { 0 };
+        let np = by_length.max(by_feature).max(2);
         per_seg.push(np);
         runs.push(Run {
             u0: a,
@@ -210,12 +236,12 @@ mod tests {
     fn smooth_and_peaked_integrands() {
         let o = QuadOptions::default();
         // ∫_0^π sin = 2.
-        let r = integrate(&[(0.0, std::f64::consts::PI)], &o, 0.0, eval_fn(f64::sin));
+        let r = integrate(&[Segment::plain(0.0, std::f64::consts::PI)], &o, 0.0, eval_fn(f64::sin));
         assert!(r.converged && (r.value - 2.0).abs() < 1e-12, "{r:?}");
         // A bump much narrower than the domain: refinement concentrates where the error is.
         let want = 0.1 * std::f64::consts::PI.sqrt();
         let r = integrate(
-            &[(0.0, 10.0)],
+            &[Segment::plain(0.0, 10.0)],
             &QuadOptions { rel_tol: 1e-10, ..o },
             0.0,
             eval_fn(|u| (-((u - 3.3) / 0.1f64).powi(2)).exp()),
@@ -223,25 +249,52 @@ mod tests {
         assert!(r.converged && (r.value - want).abs() < 1e-10 * want, "{r:?}");
         // Jumps between segments are exact when the segments split at them.
         // (The caller shrinks segments by a hair at a jump so end points see one-sided limits.)
-        let segs = [(0.0, 1.0 - 1e-12), (1.0 + 1e-12, 3.0)];
+        let segs = [Segment::plain(0.0, 1.0 - 1e-12), Segment::plain(1.0 + 1e-12, 3.0)];
         let r = integrate(&segs, &o, 0.0, eval_fn(|u| if u < 1.0 { 1.0 } else { 2.0 }));
         assert!((r.value - 5.0).abs() < 1e-11 && r.rounds == 1, "{r:?}");
+    }
+
+    #[test]
+    fn a_feature_between_first_samples_needs_its_spacing() {
+        // A bump 0.05 wide on [0, 100]: 16 panels sample it 0.78 apart, every sample misses
+        // it, and the error estimate is 0. Sampled at most 0.05 apart where it lies, it is found.
+        let f = |u: f64| 1.0 + (-((u - 37.3) / 0.05f64).powi(2)).exp();
+        let want = 100.0 + 0.05 * std::f64::consts::PI.sqrt();
+        let o = QuadOptions::default();
+        let plain = integrate(&[Segment::plain(0.0, 100.0)], &o, 0.0, eval_fn(f));
+        assert!(plain.converged && (plain.value - 100.0).abs() < 1e-6, "{plain:?}");
+        let segs = [
+            Segment::plain(0.0, 37.0),
+            Segment {
+                a: 37.0,
+                b: 37.6,
+                max_h: 0.05,
+            },
+            Segment::plain(37.6, 100.0),
+        ];
+        let found = integrate(&segs, &o, 0.0, eval_fn(f));
+        assert!(found.converged && (found.value - want).abs() < 1e-9, "{found:?}");
     }
 
     #[test]
     fn batches_are_rounds_and_children_reuse_points() {
         let mut batches = 0;
         let mut points = 0;
-        let r = integrate(&[(0.0, 30.0)], &QuadOptions::default(), 0.0, |runs, out| {
-            batches += 1;
-            for run in runs {
-                points += run.count;
-                for i in 0..run.count {
-                    let u = run.u0 + i as f64 * run.h;
-                    out.push((-u).exp() * (1.0 + (3.0 * u).sin()));
+        let r = integrate(
+            &[Segment::plain(0.0, 30.0)],
+            &QuadOptions::default(),
+            0.0,
+            |runs, out| {
+                batches += 1;
+                for run in runs {
+                    points += run.count;
+                    for i in 0..run.count {
+                        let u = run.u0 + i as f64 * run.h;
+                        out.push((-u).exp() * (1.0 + (3.0 * u).sin()));
+                    }
                 }
-            }
-        });
+            },
+        );
         // ∫_0^30 e^-u (1 + sin 3u) du = 1 + 3/10 (up to e^-30).
         assert!((r.value - 1.3).abs() < 1e-9, "{r:?}");
         assert_eq!(batches, r.rounds);
