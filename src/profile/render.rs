@@ -317,8 +317,9 @@ fn other_root_notes(c: &CommReport) -> String {
         let _ = writeln!(
             out,
             "  note: uncertain: {} [{}]: calls from root {}, while the set-up timed the library's broadcast from \
-             root {TIMED_ROOT} only: their costs are root {TIMED_ROOT}'s, and from another root a library can run \
-             another algorithm (MPICH's shared-memory broadcast) or its ranks arrive otherwise",
+             root {TIMED_ROOT} only: their costs are root {TIMED_ROOT}'s (under MPICH after the root's send to rank \
+             {TIMED_ROOT}, as its shared-memory broadcast starts), and from another root a library can run another \
+             algorithm or its ranks arrive otherwise",
             shorten(&s.site, 30),
             classes.join(", "),
             roots.join(", ")

@@ -445,6 +445,10 @@ impl Planner {
         library_route: bool,
     ) -> Option<crate::estimate::calibrate::CalibratedTimes> {
         use crate::estimate::calibrate::{evaluate_calibrated, simulate_calibrated};
+        if let Some(forward) = self.forwarded_to_rank_0(c, p, bytes, enter, library_route) {
+            let (p0, enter0) = forward;
+            return self.calibrated_times(c, topology, &p0, bytes, Some(&enter0), grouping, library_route);
+        }
         let released = c.released.as_ref().and_then(|r| r.at(bytes));
         if let (false, true, Some(cost)) = (self.has_network(), library_route, released) {
             let n = p.nranks as usize;
@@ -470,6 +474,36 @@ impl Planner {
             pools: c.cpu_pools.clone(),
         };
         simulate_calibrated(topology, p, bytes, &cpu, enter).ok()
+    }
+
+    /// MPICH's broadcast on one host from a root other than 0: the root first sends the whole
+    /// message to rank 0 (`MPIC_Send` in its release-gather broadcast), which then broadcasts
+    /// it as from root 0, the root taking part as the others do. So its calls are the set-up's
+    /// root-0 broadcast, with rank 0 starting it once the message has come: the plan from
+    /// root 0 and the entries with rank 0's raised to the root's entry plus the pair's one-way
+    /// time (`None` elsewhere: Open MPI's broadcast starts from any root, which its plans
+    /// model). The set-up timed root 0 only, where root 2 of 4 ranks took 6.5-7.1 us at 1 KiB
+    /// against 0.2, and 15.4-15.8 ms at 16 MiB against 8.1: the pair's one way, 5.3 us and
+    /// 6.7-7.1 ms, accounts for most of each.
+    fn forwarded_to_rank_0(
+        &self,
+        c: &Calibrated,
+        p: &Plan,
+        bytes: u64,
+        enter: Option<&[f64]>,
+        library_route: bool,
+    ) -> Option<(Plan, Vec<f64>)> {
+        if super::library_fit::SENDS_MESSAGES || self.has_network() || !library_route || p.root == 0 {
+            return None;
+        }
+        let hop_s = c.pair_curve.as_ref().or(c.send_curve.as_ref())?.at(bytes).one_way_s;
+        let n = p.nranks as usize;
+        let mut enter0 = enter.map_or_else(|| vec![0.0; n], <[f64]>::to_vec);
+        if enter0.len() != n {
+            return None;
+        }
+        enter0[0] = enter0[0].max(enter0[p.root as usize] + hop_s);
+        Some((self.predicted_plan(0, bytes, library_route), enter0))
     }
 
     /// The calibrated topology with each token-bucketed link at its rate for calls of `p`
@@ -859,6 +893,53 @@ mod tests {
         // Small messages: never more segments than their class allows, never none.
         assert_eq!(forced_segments(3, 1, crate::plan::size_class(3)), 2);
         assert_eq!(forced_segments(0, 4096, 0), 1);
+    }
+
+    #[test]
+    fn mpich_from_another_root_is_a_send_to_rank_0_then_root_0s_broadcast() {
+        use crate::estimate::send_curve::{SendCost, SendCurve};
+        let cost = |bytes: u64| SendCost {
+            bytes,
+            sender_s: 1e-6,
+            one_way_s: 5e-6,
+            late_recv_s: 1e-6,
+            waits_for_receiver: false,
+        };
+        let curve = SendCurve::new(vec![cost(8), cost(1 << 20)]).unwrap();
+        let topo = super::super::discovery::single_host("h", 4);
+        let mut p = planner(topo.clone());
+        p.calibrated = Some(super::Calibrated {
+            topology: std::sync::Arc::new(topo),
+            overhead_s: 0.0,
+            wake_s: 0.0,
+            cpu_pools: None,
+            send_curve: Some(curve.clone()),
+            pair_curve: Some(curve),
+            setup_groupings: Vec::new(),
+            buckets: Vec::new(),
+            library_timing: Vec::new(),
+            released: None,
+        });
+        let predict = |root: u32, enter: Vec<f64>| {
+            p.predict_given_entries(root, 1024, true, (&[enter], &[None]), None)[0]
+                .clone()
+                .unwrap()
+        };
+        let from_2 = predict(2, vec![0.0, 0.0, 1e-6, 0.0]);
+        if super::super::library_fit::SENDS_MESSAGES {
+            // Open MPI starts from any root: no forward.
+            assert_ne!(from_2, predict(0, vec![6e-6, 0.0, 1e-6, 0.0]));
+            return;
+        }
+        // Root 2 entered at 1 us; its message reaches rank 0 one way (5 us) later, and rank 0
+        // broadcasts from there as root 0 does.
+        assert_eq!(from_2, predict(0, vec![6e-6, 0.0, 1e-6, 0.0]));
+        assert!(from_2.iter().all(|&t| t >= 6e-6), "{from_2:?}");
+        // Rank 0 entering after the message came starts from its own entry.
+        assert_eq!(
+            predict(2, vec![9e-6, 0.0, 1e-6, 0.0]),
+            predict(0, vec![9e-6, 0.0, 1e-6, 0.0])
+        );
     }
 
     #[test]
