@@ -269,6 +269,19 @@ struct Probes {
 /// Confidence below which a probe counts as having reported its uncertainty.
 const UNCERTAIN: f64 = 0.9;
 
+/// Where probe `k` on `cluster` writes its measurements (`TREECAST_PROBE_DUMP`), and the `-x`
+/// value that asks for it. A probe that infers a wrong tree on a busy machine happens once in
+/// many runs (one CI run of 2026-11-29 split a leaf and claimed 0.951), so a failure message
+/// names the file: `treecast infer --replay` runs the inference again on exactly what it saw.
+fn probe_dump(cluster: &Cluster, k: usize) -> (String, String) {
+    let path = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("{}-probe-{k}.json", cluster.prefix));
+    let path = path.display().to_string();
+    (
+        format!("its measurements: {path} (treecast infer --replay {path})"),
+        format!("TREECAST_PROBE_DUMP={path}"),
+    )
+}
+
 /// Run `treecast probe --format json` `want.runs` times (every other job with
 /// `mpi_yield_when_idle`), compare each tree with `truth` (Slurm text), and assert that at
 /// least `want.exact_at_least` match exactly and that every other one reported a confidence
@@ -280,11 +293,12 @@ fn probe_many(cluster: &Cluster, truth: &str, want: &Probes) {
     let mut exact = 0;
     let mut lines = Vec::new();
     for k in 0..want.runs {
+        let (dump, dump_env) = probe_dump(cluster, k);
         let mut args = Vec::new();
         if k % 2 == 1 {
             args.extend(["--mca", "mpi_yield_when_idle", "1"]);
         }
-        args.extend(["-x", "TREECAST_LOG=info"]);
+        args.extend(["-x", "TREECAST_LOG=info", "-x", &dump_env]);
         args.push(env!("CARGO_BIN_EXE_treecast"));
         args.extend(["probe", "--format", "json"]);
         let out = cluster.mpirun_args("block", 1, &args);
@@ -299,7 +313,7 @@ fn probe_many(cluster: &Cluster, truth: &str, want: &Probes) {
         lines.push(format!("probe {k}: {} (confidence {confidence:.3})", c.summary()));
         assert!(
             ok || confidence < UNCERTAIN,
-            "probe {k} is wrong but claims confidence {confidence:.3}: {}\n{text}\n{}",
+            "probe {k} is wrong but claims confidence {confidence:.3}: {}\n{text}\n{}\n{dump}",
             c.summary(),
             String::from_utf8_lossy(&out.stderr)
         );
@@ -325,10 +339,11 @@ fn probe_many(cluster: &Cluster, truth: &str, want: &Probes) {
     eprintln!("{}", lines.join("\n"));
     assert!(
         exact >= want.exact_at_least,
-        "only {exact} of {} probes found the emulated tree exactly (need {}):\n{}",
+        "only {exact} of {} probes found the emulated tree exactly (need {}):\n{}\nprobe 0's {}",
         want.runs,
         want.exact_at_least,
-        lines.join("\n")
+        lines.join("\n"),
+        probe_dump(cluster, 0).0
     );
 }
 
@@ -791,9 +806,12 @@ fn far_apart_parts_are_inferred_under_their_own_leaders() {
         } else {
             "TREECAST_PROBE_PARTS=in-turn"
         };
+        let (dump, dump_env) = probe_dump(&cluster, k);
         let args = [
             "-x",
             "TREECAST_LOG=info",
+            "-x",
+            &dump_env,
             "-x",
             &far_us,
             "-x",
@@ -810,7 +828,7 @@ fn far_apart_parts_are_inferred_under_their_own_leaders() {
         let log = String::from_utf8_lossy(&out.stderr);
         assert!(
             log.contains("2 far-apart parts of [3, 3] hosts inferred under 2 leaders (hosts [0, 3])"),
-            "probe {k} ({far_us}) did not infer the two switches under their own leaders:\n{log}"
+            "probe {k} ({far_us}) did not infer the two switches under their own leaders:\n{log}\n{dump}"
         );
         let how = if k == 1 { "side by side" } else { "one after another" };
         assert!(
@@ -823,7 +841,7 @@ fn far_apart_parts_are_inferred_under_their_own_leaders() {
         assert_eq!(
             metrics::leaf_partition(&t).expect("leaf partition"),
             want,
-            "probe {k}: wrong switches\n{text}\n{log}"
+            "probe {k}: wrong switches\n{text}\n{log}\n{dump}"
         );
     }
     let exe = example("check_bcast");
