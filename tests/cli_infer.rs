@@ -176,3 +176,83 @@ fn far_rtt_threshold_switches_the_graft() {
     let (grafted, one_tree) = (time("1000"), time("inf"));
     assert!(one_tree > 4.0 * grafted, "graft {grafted} s, one tree {one_tree} s");
 }
+
+/// A probe dump of six hosts on one switch (one-way 10 us each, a little jitter per pair) in
+/// which the pair h0 / h1 reads 0.3 us shorter than the rest, as hosts sharing CPUs read:
+/// a hidden switch by the evidence, a few hundredths of a microsecond above the others, below the 1 us floor `settings` may record.
+fn dump_with_a_short_pair(settings: &str) -> String {
+    let mut ms = Vec::new();
+    for set in 0..3 {
+        for a in 0..6usize {
+            for b in (a + 1)..6 {
+                let floor_us = if (a, b) == (0, 1) { 19.7 } else { 20.0 } + 0.01 * ((a * 7 + b * 3 + set) % 5) as f64;
+                let samples: Vec<String> = (0..12)
+                    .map(|k| format!("{:e}", (floor_us + [0.0, 0.8, 2.5, 0.4][k % 4]) * 1e-6))
+                    .collect();
+                ms.push(format!(
+                    r#"{{"a":{a},"b":{b},"samples_s":[{}],"set_len":[12],"waited_s":0.0}}"#,
+                    samples.join(",")
+                ));
+            }
+        }
+    }
+    format!(
+        r#"{{"version":1,"hosts":["h0","h1","h2","h3","h4","h5"],"measurements":[{}]{settings}}}"#,
+        ms.join(",")
+    )
+}
+
+/// The switches and the confidence of a tree `treecast infer` wrote as JSON.
+fn switches_and_confidence(json: &str) -> (usize, f64) {
+    let t = treecast::topology::io::from_str_auto(json, "replayed.json").expect("a tree");
+    (
+        t.vertices_of_kind(treecast::topology::VertexKind::Switch).len(),
+        t.confidence().expect("an inferred tree states its confidence"),
+    )
+}
+
+#[test]
+fn a_replay_infers_with_the_jobs_recorded_settings() {
+    let floor = r#","settings":{"resolution_s":1e-6,"far_rtt_s":null,"one_tree":false,"led_part_min_hosts":64,"give_up_s":0.01,"give_up_ratio":20.0}"#;
+    let with = temp("settings.json", &dump_with_a_short_pair(floor));
+    let with = with.to_str().unwrap();
+    // The job's floor: the short pair's link is contracted and the tree says it is unsure.
+    let (code, out, err) = treecast(&["infer", "--replay", with]);
+    assert_eq!(code, 0, "{err}");
+    let (switches, confidence) = switches_and_confidence(&out);
+    assert_eq!(switches, 1, "{out}");
+    assert!(
+        confidence <= 0.5,
+        "contracted below the floor, yet confidence {confidence}: {out}"
+    );
+    // The command line overrides it; the evidence alone keeps the link.
+    let (code, out, err) = treecast(&["infer", "--replay", with, "--resolution-us", "0"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(switches_and_confidence(&out).0 > 1, "{out}");
+    // A dump written before settings were recorded replays with the defaults (no floor).
+    let old = temp("no-settings.json", &dump_with_a_short_pair(""));
+    let (code, out, err) = treecast(&["infer", "--replay", old.to_str().unwrap()]);
+    assert_eq!(code, 0, "{err}");
+    assert!(switches_and_confidence(&out).0 > 1, "{out}");
+    assert!(err.contains("records no settings"), "{err}");
+}
+
+#[test]
+fn unusable_recorded_settings_are_named() {
+    let bad = r#","settings":{"resolution_s":-1e-6,"far_rtt_s":null,"one_tree":false,"led_part_min_hosts":64,"give_up_s":0.01,"give_up_ratio":20.0}"#;
+    let p = temp("bad-settings.json", &dump_with_a_short_pair(bad));
+    assert_input_error(
+        &["infer", "--replay", p.to_str().unwrap()],
+        "resolution_s -0.000001 is not a length >= 0",
+    );
+    let bad = r#","settings":{"resolution_s":0,"far_rtt_s":null,"one_tree":false,"led_part_min_hosts":64,"give_up_s":0.01,"give_up_ratio":0.5}"#;
+    let p = temp("bad-ratio.json", &dump_with_a_short_pair(bad));
+    assert_input_error(
+        &["infer", "--replay", p.to_str().unwrap()],
+        "give_up_ratio 0.5 is not at least 1",
+    );
+    assert_input_error(
+        &["infer", "--replay", p.to_str().unwrap(), "--resolution-us=-2"],
+        "--resolution-us: -2 is not",
+    );
+}

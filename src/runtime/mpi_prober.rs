@@ -821,7 +821,7 @@ fn coordinate(leaders: MPI_Comm, n: u32, hosts: &Hosts, cfg: &Config) -> Result<
     let inferred = inferred.map_err(|e| other(format!("inference failed: {e}")))?;
     done?;
     if let Some(path) = &cfg.probe_dump {
-        let dump = crate::probe::ProbeDump::new(hosts.names.clone(), inferred.measurements.clone());
+        let dump = crate::probe::ProbeDump::new(hosts.names.clone(), inferred.measurements.clone(), opts.recorded());
         match std::fs::write(path, dump.to_json()) {
             Ok(()) => log::info!("treecast: probe measurements written to {path}"),
             Err(e) => log::warn!("treecast: cannot write the probe dump {path}: {e}"),

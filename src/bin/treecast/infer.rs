@@ -6,7 +6,9 @@
 //!   naming the pair (exit 2).
 //! - `--replay DUMP.json [--format ...]`: a live probe's measurements (written by
 //!   `TREECAST_PROBE_DUMP`) replayed through the real protocol: each pair answers with its
-//!   recorded round trips in order.
+//!   recorded round trips in order, and inference runs with the job's recorded settings (its
+//!   resolution floor, far threshold, part leaders and give-up rule) unless `--resolution-us`,
+//!   `--far-rtt-us` or `--give-up-us` say otherwise.
 //! - `--model TOPOLOGY [--noise none|normal:sd_us=X|lomax:scale_us=X,alpha=A] [--seed S]
 //!   [--trials K] [--format text|json]`: `K` inferences against simulated RTTs of the model, each
 //!   scored (exact leaf-switch partition, shared-link query errors, pairs measured, rounds,
@@ -80,6 +82,10 @@ pub struct Args {
     /// Also build the staged bandwidth map with transfers of this many bytes.
     #[arg(long)]
     bandwidth_bytes: Option<u64>,
+    /// Switch-to-switch links shorter than this (microseconds) are contracted and reported as
+    /// uncertain, as where hosts share CPUs (default 0; with --replay, the job's recorded floor).
+    #[arg(long)]
+    resolution_us: Option<f64>,
 }
 
 pub fn run(args: Args) -> Result<(), CliError> {
@@ -125,6 +131,14 @@ pub fn run(args: Args) -> Result<(), CliError> {
         }
         ping.give_up_s = us * 1e-6;
     }
+    let resolution_s = match args.resolution_us {
+        Some(us) if !(us.is_finite() && us >= 0.0) => {
+            return Err(CliError::Input(format!(
+                "--resolution-us: {us} is not a number of microseconds >= 0"
+            )))
+        }
+        us => us.map(|us| us * 1e-6),
+    };
     let opts = InferOptions {
         strategy,
         ping,
@@ -132,12 +146,19 @@ pub fn run(args: Args) -> Result<(), CliError> {
         locality_hint: !args.no_hint,
         far_rtt_s,
         bandwidth_bytes: args.bandwidth_bytes,
+        resolution_s: resolution_s.unwrap_or(0.0),
         ..InferOptions::default()
+    };
+    // What the command line sets explicitly wins over a replayed job's recorded settings.
+    let given = Given {
+        far_rtt: args.far_rtt_us != "auto",
+        give_up: args.give_up_us.is_some(),
+        resolution: resolution_s.is_some(),
     };
     match (&args.rtt, &args.model, &args.replay) {
         (Some(file), None, None) => from_matrix(file, args.format.as_deref().unwrap_or("json"), &opts),
         (None, Some(file), None) => evaluate(file, &args, &opts),
-        (None, None, Some(file)) => from_replay(file, args.format.as_deref().unwrap_or("json"), &opts),
+        (None, None, Some(file)) => from_replay(file, args.format.as_deref().unwrap_or("json"), &opts, given),
         _ => Err(CliError::Input(
             "give one of --rtt FILE.csv, --replay DUMP.json or --model TOPOLOGY".into(),
         )),
@@ -178,12 +199,39 @@ fn from_matrix(file: &Path, format: &str, opts: &InferOptions) -> Result<(), Cli
     Ok(())
 }
 
-fn from_replay(file: &Path, format: &str, opts: &InferOptions) -> Result<(), CliError> {
+/// Which of the settings a probe dump records were given on the command line.
+#[derive(Clone, Copy)]
+struct Given {
+    far_rtt: bool,
+    give_up: bool,
+    resolution: bool,
+}
+
+/// `opts` with `dump`'s recorded settings, except those `given` on the command line.
+fn replay_options(opts: &InferOptions, dump: &ProbeDump, given: Given) -> InferOptions {
+    let Some(recorded) = &dump.settings else {
+        log::warn!("the probe dump records no settings (written before they were); replaying with the defaults");
+        return opts.clone();
+    };
+    let mut out = opts.clone().with_recorded(recorded);
+    if given.far_rtt {
+        out.far_rtt_s = opts.far_rtt_s;
+    }
+    if given.give_up {
+        out.ping.give_up_s = opts.ping.give_up_s;
+    }
+    if given.resolution {
+        out.resolution_s = opts.resolution_s;
+    }
+    out
+}
+
+fn from_replay(file: &Path, format: &str, opts: &InferOptions, given: Given) -> Result<(), CliError> {
     let fmt = Format::parse_name(format).map_err(|e| CliError::Input(e.to_string()))?;
     let name = file.display().to_string();
     let dump = ProbeDump::from_json(&read(file)?, &name).map_err(|e| CliError::Input(e.to_string()))?;
     let mut prober = ReplayProber::new(&dump);
-    let mut opts = opts.clone();
+    let mut opts = replay_options(opts, &dump, given);
     opts.bandwidth_bytes = None;
     let r = infer(&mut prober, &opts).map_err(infer_error)?;
     log::info!(

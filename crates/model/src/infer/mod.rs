@@ -145,6 +145,32 @@ pub struct InferOptions {
 /// switch links are 2 us and more; real clusters (distinct kernels) keep no floor.
 pub const SHARED_CPU_RESOLUTION_S: f64 = 1e-6;
 
+impl InferOptions {
+    /// What a probe dump records of these options: the settings a replay needs to infer as the
+    /// live job did.
+    pub fn recorded(&self) -> crate::probe::RecordedSettings {
+        let finite = |x: f64| x.is_finite().then_some(x);
+        crate::probe::RecordedSettings {
+            resolution_s: self.resolution_s,
+            far_rtt_s: self.far_rtt_s.and_then(finite),
+            one_tree: self.far_rtt_s.is_some_and(f64::is_infinite),
+            led_part_min_hosts: self.led_part_min_hosts,
+            give_up_s: finite(self.ping.give_up_s),
+            give_up_ratio: self.ping.give_up_ratio,
+        }
+    }
+
+    /// These options with a dump's recorded settings in place of their own.
+    pub fn with_recorded(mut self, r: &crate::probe::RecordedSettings) -> InferOptions {
+        self.resolution_s = r.resolution_s;
+        self.far_rtt_s = if r.one_tree { Some(f64::INFINITY) } else { r.far_rtt_s };
+        self.led_part_min_hosts = r.led_part_min_hosts;
+        self.ping.give_up_s = r.give_up_s.unwrap_or(f64::INFINITY);
+        self.ping.give_up_ratio = r.give_up_ratio;
+        self
+    }
+}
+
 impl Default for InferOptions {
     fn default() -> Self {
         InferOptions {
@@ -1071,5 +1097,37 @@ fn paper_params(_store: &store::Store) -> LocateParams {
         access: None,
         mate_d: None,
         hint: false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// What a dump records gives back the options that change inference, also the infinite
+    /// ones JSON cannot write (one tree, never give up), through the dump's own JSON.
+    #[test]
+    fn recorded_settings_give_back_the_options() {
+        for (far, give_up) in [(None, 0.01), (Some(2e-4), f64::INFINITY), (Some(f64::INFINITY), 0.02)] {
+            let opts = InferOptions {
+                resolution_s: 1e-6,
+                far_rtt_s: far,
+                led_part_min_hosts: 3,
+                ping: PingSpec {
+                    give_up_s: give_up,
+                    give_up_ratio: 4.0,
+                    ..PingSpec::default()
+                },
+                ..InferOptions::default()
+            };
+            let dump = crate::probe::ProbeDump::new(vec!["a".into(), "b".into()], Vec::new(), opts.recorded());
+            let read = crate::probe::ProbeDump::from_json(&dump.to_json(), "test").expect("the dump reads back");
+            let back = InferOptions::default().with_recorded(read.settings.as_ref().expect("settings"));
+            assert_eq!(back.resolution_s, 1e-6);
+            assert_eq!(back.far_rtt_s, far);
+            assert_eq!(back.led_part_min_hosts, 3);
+            assert_eq!(back.ping.give_up_s, give_up);
+            assert_eq!(back.ping.give_up_ratio, 4.0);
+        }
     }
 }

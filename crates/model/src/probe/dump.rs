@@ -16,20 +16,70 @@ use std::collections::HashMap;
 /// Version of the dump format.
 pub const DUMP_VERSION: u32 = 1;
 
-/// Everything a probe measured: host names and every pair measurement in the order taken.
+/// Everything a probe measured: host names and every pair measurement in the order taken, and
+/// the settings the job inferred with.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ProbeDump {
     pub version: u32,
     pub hosts: Vec<String>,
     pub measurements: Vec<PairMeasurement>,
+    /// The job's inference settings; absent from dumps written before they were recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub settings: Option<RecordedSettings>,
+}
+
+/// The settings of a live job's inference that change what the same measurements give, so that
+/// a replay infers as the job did.
+///
+/// Why: a job whose hosts share CPUs contracts links below a resolution floor; a replay that
+/// did not know it kept a 0.17 us link the job had contracted (a 4-switch tree at confidence
+/// 0.935 where the job had given 3 switches at 0.5), which sends whoever replays a failure
+/// after the wrong cause. Infinite values are written as absent (JSON has no infinity).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct RecordedSettings {
+    /// Shortest switch-to-switch link the job could resolve (seconds; 0: no floor).
+    pub resolution_s: f64,
+    /// Far threshold the job was given (seconds); absent: found in the data, unless
+    /// `one_tree`.
+    pub far_rtt_s: Option<f64>,
+    /// The job measured every pair in full and built one tree (an infinite far threshold).
+    #[serde(default)]
+    pub one_tree: bool,
+    /// Far-apart parts of at least this many hosts were led by their own leader.
+    pub led_part_min_hosts: usize,
+    /// The protocol's give-up time (seconds); absent: never.
+    pub give_up_s: Option<f64>,
+    /// The protocol's give-up ratio.
+    pub give_up_ratio: f64,
+}
+
+impl RecordedSettings {
+    /// What makes these settings unusable, if anything.
+    fn fault(&self) -> Option<String> {
+        let positive = |x: f64| x.is_finite() && x > 0.0;
+        if !(self.resolution_s.is_finite() && self.resolution_s >= 0.0) {
+            return Some(format!("resolution_s {} is not a length >= 0", self.resolution_s));
+        }
+        if let Some(x) = self.far_rtt_s.filter(|&x| !positive(x)) {
+            return Some(format!("far_rtt_s {x} is not a positive round trip"));
+        }
+        if let Some(x) = self.give_up_s.filter(|&x| !positive(x)) {
+            return Some(format!("give_up_s {x} is not a positive time"));
+        }
+        if !(self.give_up_ratio.is_finite() && self.give_up_ratio >= 1.0) {
+            return Some(format!("give_up_ratio {} is not at least 1", self.give_up_ratio));
+        }
+        None
+    }
 }
 
 impl ProbeDump {
-    pub fn new(hosts: Vec<String>, measurements: Vec<PairMeasurement>) -> ProbeDump {
+    pub fn new(hosts: Vec<String>, measurements: Vec<PairMeasurement>, settings: RecordedSettings) -> ProbeDump {
         ProbeDump {
             version: DUMP_VERSION,
             hosts,
             measurements,
+            settings: Some(settings),
         }
     }
 
@@ -43,6 +93,9 @@ impl ProbeDump {
         let d: ProbeDump = serde_json::from_str(text).map_err(|e| fail(DumpFault::Parse(e)))?;
         if d.version != DUMP_VERSION {
             return Err(fail(DumpFault::Version(d.version)));
+        }
+        if let Some(why) = d.settings.as_ref().and_then(RecordedSettings::fault) {
+            return Err(fail(DumpFault::Settings(why)));
         }
         let n = d.hosts.len();
         for (i, m) in d.measurements.iter().enumerate() {
@@ -96,6 +149,8 @@ pub enum DumpFault {
     /// Measurement `measurement` (between hosts `a` and `b`) has sets that do not add up to its
     /// samples, or a round trip that is not finite and > 0.
     Inconsistent { measurement: usize, a: String, b: String },
+    /// The recorded settings are out of range (what is wrong).
+    Settings(String),
 }
 
 impl std::fmt::Display for DumpError {
@@ -120,6 +175,7 @@ impl std::fmt::Display for DumpError {
                 f,
                 "{source}: measurement {measurement} ({a} / {b}) has inconsistent sets or non-positive round trips"
             ),
+            DumpFault::Settings(why) => write!(f, "{source}: the recorded settings are unusable: {why}"),
         }
     }
 }

@@ -26,7 +26,7 @@ mod protocol;
 mod rounds;
 mod sim;
 
-pub use dump::{DumpError, DumpFault, ProbeDump, ReplayProber, DUMP_VERSION};
+pub use dump::{DumpError, DumpFault, ProbeDump, RecordedSettings, ReplayProber, DUMP_VERSION};
 pub use ledger::{ProbeLedger, ProbeStats};
 pub use matrix::MatrixProber;
 pub use noise::{LoadedHost, NoiseFault, NoiseModel, NoiseSpec, NoiseSpecError, Outliers};
