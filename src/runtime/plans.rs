@@ -445,8 +445,7 @@ impl Planner {
         library_route: bool,
     ) -> Option<crate::estimate::calibrate::CalibratedTimes> {
         use crate::estimate::calibrate::{evaluate_calibrated, simulate_calibrated};
-        if let Some(forward) = self.forwarded_to_rank_0(c, p, bytes, enter, library_route) {
-            let (p0, enter0) = forward;
+        if let Some((p0, enter0)) = self.forwarded_to_rank_0(c, p, bytes, enter, library_route) {
             return self.calibrated_times(c, topology, &p0, bytes, Some(&enter0), grouping, library_route);
         }
         let released = c.released.as_ref().and_then(|r| r.at(bytes));

@@ -31,7 +31,7 @@
 
 use super::fastmath::fexp;
 use super::normal::std_inv_sf;
-use super::quad::{integrate, QuadOptions, Run, Segment};
+use super::quad::{feature_panels, integrate, QuadOptions, Run, Segment};
 use super::{EstimateError, Marginal, Normal, Pareto};
 
 const LANES: usize = 8;
@@ -342,14 +342,10 @@ fn resolved_segments(prep: &Prepared, caps: Vec<f64>, features: &[Feature]) -> V
         .collect()
 }
 
-/// Panels the first round gives a segment of `len` sampled at most `h` apart (at least two).
+/// Panels the first round gives a segment of `len` sampled at most `h` apart (at least two, as
+/// in [`integrate`]).
 fn panels(len: f64, h: f64) -> f64 {
-    let n = (len / (8.0 * h)).ceil();
-    if n.is_finite() {
-        n.max(2.0)
-    } else {
-        2.0
-    }
+    feature_panels(len, h).max(2) as f64
 }
 
 /// The natural length scale of a receiver, used to place `x_shift` below the range.

@@ -105,6 +105,17 @@ impl Segment {
     }
 }
 
+/// Panels the first round needs on a segment of `len` for its samples to lie at most `max_h`
+/// apart (8 intervals per panel); 0 when nothing narrow needs resolving (`max_h` infinite).
+pub(crate) fn feature_panels(len: f64, max_h: f64) -> usize {
+    let n = (len / (8.0 * max_h)).ceil();
+    if n.is_finite() {
+        n as usize
+    } else {
+        0
+    }
+}
+
 /// Integrate over consecutive `segments`. `eval(runs, out)` appends one value per abscissa.
 pub(crate) fn integrate<F>(segments: &[Segment], opts: &QuadOptions, scale: f64, mut eval: F) -> QuadResult
 where
@@ -122,8 +133,7 @@ where
     let mut per_seg = Vec::with_capacity(segments.len());
     for &Segment { a, b, max_h } in &segments {
         let by_length = (opts.initial_panels as f64 * (b - a) / total).round() as usize;
-        let by_feature = ((b - a) / (8.0 * max_h)).ceil();
-        let by_feature = if by_feature.is_finite() { by_feature as usize } else { 0 };
+        let by_feature = feature_panels(b - a, max_h);
         let np = by_length.max(by_feature).max(2);
         per_seg.push(np);
         runs.push(Run {
