@@ -325,6 +325,11 @@ fn evaluate(file: &Path, args: &Args, opts: &InferOptions) -> Result<(), CliErro
         100.0 * e.exact_partition_rate
     );
     println!(
+        "wrong but confident           {:.1}% of trials (a wrong partition stating >= {})",
+        100.0 * e.wrong_confident_rate,
+        metrics::CONFIDENT
+    );
+    println!(
         "shared-link query errors      fp {:.4}%  fn {:.4}%  ({} queries per trial)",
         100.0 * e.shared_link_fp_rate,
         100.0 * e.shared_link_fn_rate,
@@ -341,12 +346,13 @@ fn evaluate(file: &Path, args: &Args, opts: &InferOptions) -> Result<(), CliErro
         e.virtual_probe_time_s, e.max_virtual_probe_time_s
     );
     if e.trials > 1 {
-        println!("trial  seed  exact  fp%      fn%      pairs%  rounds  time_s");
+        println!("trial  seed  exact  conf   fp%      fn%      pairs%  rounds  time_s");
         for (i, t) in e.per_trial.iter().enumerate() {
             println!(
-                "{i:5}  {:4}  {:5}  {:7.4}  {:7.4}  {:6.2}  {:6}  {:.4}",
+                "{i:5}  {:4}  {:5}  {:.3}  {:7.4}  {:7.4}  {:6.2}  {:6}  {:.4}",
                 t.seed,
                 if t.exact_partition { "yes" } else { "no" },
+                t.confidence,
                 100.0 * t.shared_link_fp_rate,
                 100.0 * t.shared_link_fn_rate,
                 100.0 * t.pairs_measured_fraction,

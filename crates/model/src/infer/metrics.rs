@@ -387,7 +387,14 @@ pub struct Trial {
     pub remeasured: u64,
     /// The far threshold the trial used (round trip, seconds), if any.
     pub far_rtt_s: Option<f64>,
+    /// The confidence the inferred tree states (1 when it states none).
+    pub confidence: f64,
 }
+
+/// A tree stating at least this confidence claims to be right; a wrong one that does is the
+/// failure that matters most, since nothing tells its user to doubt it (the emulated-cluster
+/// tests hold every wrong tree below it).
+pub const CONFIDENT: f64 = 0.9;
 
 /// Aggregate over trials (means; `exact_partition_rate` is the fraction of exact trials).
 #[derive(Clone, Debug, Serialize)]
@@ -395,6 +402,9 @@ pub struct Evaluation {
     pub trials: usize,
     pub hosts: usize,
     pub exact_partition_rate: f64,
+    /// Fraction of trials whose leaf partition is wrong yet whose tree states a confidence of
+    /// at least [`CONFIDENT`].
+    pub wrong_confident_rate: f64,
     pub shared_link_fp_rate: f64,
     pub shared_link_fn_rate: f64,
     pub pairs_measured_fraction: f64,
@@ -449,6 +459,7 @@ pub fn evaluate(
             relocated: st.relocated,
             remeasured: st.remeasured,
             far_rtt_s: st.far_rtt_s,
+            confidence: res.topology.confidence().unwrap_or(1.0),
         });
     }
     let m = |f: &dyn Fn(&Trial) -> f64| per_trial.iter().map(f).sum::<f64>() / trials.max(1) as f64;
@@ -457,6 +468,7 @@ pub fn evaluate(
         trials,
         hosts,
         exact_partition_rate: m(&|t| f64::from(u8::from(t.exact_partition))),
+        wrong_confident_rate: m(&|t| f64::from(u8::from(!t.exact_partition && t.confidence >= CONFIDENT))),
         shared_link_fp_rate: m(&|t| t.shared_link_fp_rate),
         shared_link_fn_rate: m(&|t| t.shared_link_fn_rate),
         pairs_measured_fraction: m(&|t| t.pairs_measured_fraction),
