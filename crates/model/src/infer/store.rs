@@ -241,6 +241,46 @@ impl Store {
     pub fn pairs(&self) -> impl Iterator<Item = (usize, usize, Obs)> + '_ {
         self.obs.iter().map(|(&(a, b), &o)| (a, b, o))
     }
+    /// Each usable pair's one-way distance from half of its sets only: the even-numbered sets
+    /// (`half` 0) or the odd-numbered ones (1), counted over all of the pair's measurements in
+    /// the order taken, under the statistic in use. A pair with a single set gives it to both
+    /// halves. What [`weigh_decisions`](super::weigh_decisions) replicates a link's evidence on.
+    pub fn half_distances(&self, half: usize) -> Vec<(usize, usize, f64)> {
+        let mut out = Vec::with_capacity(self.by_pair.len());
+        for (&(a, b), ms) in &self.by_pair {
+            if self.is_bad(a, b) {
+                continue;
+            }
+            let mut sets: Vec<&[f64]> = Vec::new();
+            for &i in ms {
+                let m = &self.raw[i];
+                let mut start = 0usize;
+                for &len in &m.set_len {
+                    let end = start + len as usize;
+                    sets.push(&m.samples_s[start..end]);
+                    start = end;
+                }
+            }
+            let mine: Vec<&[f64]> = if sets.len() < 2 {
+                sets
+            } else {
+                sets.into_iter().skip(half).step_by(2).collect()
+            };
+            let d = match self.stat {
+                Statistic::Min => mine
+                    .iter()
+                    .flat_map(|s| s.iter().copied())
+                    .fold(f64::INFINITY, f64::min),
+                Statistic::Median => median_of(&mut mine.iter().flat_map(|s| s.iter().copied()).collect::<Vec<f64>>()),
+            };
+            if d.is_finite() {
+                out.push((a, b, d / 2.0));
+            }
+        }
+        out.sort_by_key(|&(a, b, _)| (a, b));
+        out
+    }
+
     /// A quantile of the one-way distances of all pairs (0 when nothing was measured).
     pub fn d_quantile(&self, q: f64) -> f64 {
         let mut v: Vec<f64> = self.obs.values().map(|o| o.d).collect();
