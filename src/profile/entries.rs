@@ -59,6 +59,22 @@ pub fn given_entries<'a>(
             };
             n += 1;
             sizes = (sizes.0.min(bytes), sizes.1.max(bytes));
+            if log::log_enabled!(log::Level::Trace) {
+                let first = c.ranks.iter().map(|r| r.1).fold(f64::INFINITY, f64::min);
+                let each: Vec<String> = c
+                    .ranks
+                    .iter()
+                    .zip(&exit)
+                    .map(|(&(r, e, d), x)| {
+                        format!("{r} {:.1}/{:.1}/{:.1}", (e - first) * 1e6, (d - e) * 1e6, (x - e) * 1e6)
+                    })
+                    .collect();
+                log::trace!(
+                    "treecast: call {} ({bytes} B from {root}), each rank's entry after the first, measured/predicted time in the call (us): {}",
+                    c.seq,
+                    each.join(", ")
+                );
+            }
             for (&(_, e, d), x) in c.ranks.iter().zip(&exit) {
                 measured.push(d - e);
                 predicted.push(x - e);

@@ -691,6 +691,24 @@ fn ranks_in_a_pool_share_its_cpus() {
     }
 }
 
+/// Root 0 sends 1 byte to 1 and then 2 (flat tree, zero-latency fast links), overhead 4 us,
+/// all three ranks on one CPU, with a wake-up `wake_s` and entries `enter_s`.
+fn flat_on_one_cpu(wake_s: f64, enter_s: Option<Vec<f64>>) -> SimResult {
+    let t = star(&[(0.0, 1e15); 3]);
+    let plan = Plan::from_tree(0, &trees::flat(3, 0), 1, "flat");
+    let opts = SimOptions {
+        send_overhead_s: 4e-6,
+        wake_s,
+        cpu_pools: Some(CpuPools {
+            pool_of: vec![Some(0); 3],
+            cpus: vec![1],
+        }),
+        enter_s,
+        ..SimOptions::default()
+    };
+    simulate_plan(&t, &plan, 1, &opts).unwrap()
+}
+
 /// A wake-up does not hold a pool's CPU: root 0 sends to 1 and then 2 (flat tree, zero-latency
 /// fast links, 1 byte), overhead 4 us, wake-up 10 us, all three ranks on one CPU. The root's
 /// sends use the CPU at 0-4 and 4-8; rank 1 wakes until 10 and takes its message in at 10-14,
@@ -698,21 +716,27 @@ fn ranks_in_a_pool_share_its_cpus() {
 /// landed, the CPU would have idled through its wake-up and the root's second send waited.
 #[test]
 fn a_waking_rank_leaves_the_pool_to_others() {
-    let t = star(&[(0.0, 1e15); 3]);
-    let plan = Plan::from_tree(0, &trees::flat(3, 0), 1, "flat");
-    let opts = SimOptions {
-        send_overhead_s: 4e-6,
-        wake_s: 10e-6,
-        cpu_pools: Some(CpuPools {
-            pool_of: vec![Some(0); 3],
-            cpus: vec![1],
-        }),
-        ..SimOptions::default()
-    };
-    let r = simulate_plan(&t, &plan, 1, &opts).unwrap();
+    let r = flat_on_one_cpu(10e-6, None);
     let close = |a: f64, b: f64| (a - b).abs() < 1e-12;
     assert!(
         close(r.rank_done_s[1], 14e-6) && close(r.rank_done_s[2], 18e-6),
+        "{:?}",
+        r.rank_done_s
+    );
+}
+
+/// A rank that has not entered leaves the pool to others: root 0 sends to 1 and then 2 (flat
+/// tree, zero-latency fast links, 1 byte), overhead 4 us, all three ranks on one CPU, rank 1
+/// entering at 100 us. The root's sends use the CPU at 0-4 and 4-8, rank 2 takes its message
+/// in at 8-12 and rank 1 at 100-104. Booked when the message landed, rank 1's take-in held the
+/// CPU from 4 to 104: the root's second send waited until then and rank 2 had its message at
+/// 112 us.
+#[test]
+fn a_rank_not_yet_in_the_call_leaves_the_pool_to_others() {
+    let r = flat_on_one_cpu(0.0, Some(vec![0.0, 100e-6, 0.0]));
+    let close = |a: f64, b: f64| (a - b).abs() < 1e-12;
+    assert!(
+        close(r.rank_done_s[1], 104e-6) && close(r.rank_done_s[2], 12e-6),
         "{:?}",
         r.rank_done_s
     );
