@@ -718,7 +718,7 @@ fn weigh_decisions(
             weighed
         })
         .map(|&(v, e)| {
-            let halves = halves.get(&v).copied().unwrap_or([0.0; 2]);
+            let halves = halves.get(&v).copied().unwrap_or([e; 2]);
             let c = joining::confidence(
                 replicated(e, halves),
                 joining::keep_threshold(tree.len(v), median),
@@ -791,7 +791,8 @@ fn half_evidence(
 }
 
 /// The evidence a kept link's confidence is judged on: its evidence `e` over every set, but no
-/// more than twice the smaller of its evidences in the two halves of the sets (`halves`).
+/// more than twice the smaller of its evidences in the two halves of the sets (`halves`; a
+/// link without them is judged on `e`).
 ///
 /// Why: a real link shows in every set, so each half carries about half of its evidence; a
 /// link made by a disturbance (a quiet moment that lowered some pairs' minima, a busy one that
@@ -965,7 +966,7 @@ fn unsettled(j: &joining::Joined, store: &store::Store) -> usize {
     j.kept
         .iter()
         .filter(|&&(v, e, t)| {
-            let halves = halves.get(&v).copied().unwrap_or([0.0; 2]);
+            let halves = halves.get(&v).copied().unwrap_or([e; 2]);
             joining::confidence(replicated(e, halves), t, true) < SETTLED
         })
         .count()

@@ -74,13 +74,7 @@ pub(crate) fn median_of(v: &mut [f64]) -> f64 {
 /// Half the spread of the per-set medians of `m` (ignoring the widest set when there are three
 /// or more, as [`PairMeasurement::robust_interval_s`] does for minima).
 fn median_interval(m: &PairMeasurement) -> f64 {
-    let mut meds = Vec::with_capacity(m.set_len.len());
-    let mut start = 0usize;
-    for &n in &m.set_len {
-        let end = start + n as usize;
-        meds.push(median_of(&mut m.samples_s[start..end].to_vec()));
-        start = end;
-    }
+    let mut meds: Vec<f64> = m.sets().map(|s| median_of(&mut s.to_vec())).collect();
     meds.sort_by(f64::total_cmp);
     match meds.len() {
         0 | 1 => 0.0,
@@ -251,16 +245,7 @@ impl Store {
             if self.is_bad(a, b) {
                 continue;
             }
-            let mut sets: Vec<&[f64]> = Vec::new();
-            for &i in ms {
-                let m = &self.raw[i];
-                let mut start = 0usize;
-                for &len in &m.set_len {
-                    let end = start + len as usize;
-                    sets.push(&m.samples_s[start..end]);
-                    start = end;
-                }
-            }
+            let sets: Vec<&[f64]> = ms.iter().flat_map(|&i| self.raw[i].sets()).collect();
             let mine: Vec<&[f64]> = if sets.len() < 2 {
                 sets
             } else {

@@ -166,16 +166,20 @@ impl PairMeasurement {
         self.waited_s += other.waited_s;
     }
 
+    /// The round trips of each set, in order.
+    pub fn sets(&self) -> impl Iterator<Item = &[f64]> + '_ {
+        self.set_len.iter().scan(0usize, |start, &n| {
+            let set = &self.samples_s[*start..*start + n as usize];
+            *start += n as usize;
+            Some(set)
+        })
+    }
+
     /// The minimum of each set.
     pub fn set_minima_s(&self) -> Vec<f64> {
-        let mut out = Vec::with_capacity(self.set_len.len());
-        let mut start = 0usize;
-        for &n in &self.set_len {
-            let end = start + n as usize;
-            out.push(self.samples_s[start..end].iter().copied().fold(f64::INFINITY, f64::min));
-            start = end;
-        }
-        out
+        self.sets()
+            .map(|s| s.iter().copied().fold(f64::INFINITY, f64::min))
+            .collect()
     }
 
     /// The RTT estimate: the smallest sample of all sets (seconds).
