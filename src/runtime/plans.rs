@@ -445,9 +445,6 @@ impl Planner {
         library_route: bool,
     ) -> Option<crate::estimate::calibrate::CalibratedTimes> {
         use crate::estimate::calibrate::{evaluate_calibrated, simulate_calibrated};
-        if let Some((p0, enter0)) = self.forwarded_to_rank_0(c, p, bytes, enter, library_route) {
-            return self.calibrated_times(c, topology, &p0, bytes, Some(&enter0), grouping, library_route);
-        }
         let released = c.released.as_ref().and_then(|r| r.at(bytes));
         if let (false, true, Some(cost)) = (self.has_network(), library_route, released) {
             let n = p.nranks as usize;
@@ -479,30 +476,31 @@ impl Planner {
     /// message to rank 0 (`MPIC_Send` in its release-gather broadcast), which then broadcasts
     /// it as from root 0, the root taking part as the others do. So its calls are the set-up's
     /// root-0 broadcast, with rank 0 starting it once the message has come: the plan from
-    /// root 0 and the entries with rank 0's raised to the root's entry plus the pair's one-way
-    /// time (`None` elsewhere: Open MPI's broadcast starts from any root, which its plans
-    /// model). The set-up timed root 0 only, where root 2 of 4 ranks took 6.5-7.1 us at 1 KiB
-    /// against 0.2, and 15.4-15.8 ms at 16 MiB against 8.1: the pair's one way, 5.3 us and
-    /// 6.7-7.1 ms, accounts for most of each.
-    fn forwarded_to_rank_0(
-        &self,
-        c: &Calibrated,
-        p: &Plan,
-        bytes: u64,
-        enter: Option<&[f64]>,
-        library_route: bool,
-    ) -> Option<(Plan, Vec<f64>)> {
-        if super::library_fit::SENDS_MESSAGES || self.has_network() || !library_route || p.root == 0 {
+    /// root 0, and [`Forward::entries`] raises rank 0's entry to the root's plus the pair's
+    /// one-way time (`None` elsewhere: Open MPI's broadcast starts from any root, which its
+    /// plans model). The set-up timed root 0 only, where root 2 of 4 ranks took 6.5-7.1 us at
+    /// 1 KiB against 0.2, and 15.4-15.8 ms at 16 MiB against 8.1: the pair's one way, 5.3 us
+    /// and 6.7-7.1 ms, accounts for most of each. Resolved once per class by each prediction,
+    /// not once per call: the calls of a class share the plan.
+    fn forwarding(&self, c: &Calibrated, root: u32, bytes: u64, library_route: bool) -> Option<(Plan, Forward)> {
+        if super::library_fit::SENDS_MESSAGES || self.has_network() || !library_route || root == 0 {
             return None;
         }
         let hop_s = c.pair_curve.as_ref().or(c.send_curve.as_ref())?.at(bytes).one_way_s;
-        let n = p.nranks as usize;
-        let mut enter0 = enter.map_or_else(|| vec![0.0; n], <[f64]>::to_vec);
-        if enter0.len() != n {
-            return None;
+        let forward = Forward {
+            root: root as usize,
+            hop_s,
+        };
+        Some((self.predicted_plan(0, bytes, library_route), forward))
+    }
+
+    /// The plan the calibrated model runs for (root, `bytes`), and how the calls' entries
+    /// must be changed for it ([`Self::forwarding`]; `None`: as they are).
+    fn modelled_plan(&self, c: &Calibrated, root: u32, bytes: u64, library_route: bool) -> (Plan, Option<Forward>) {
+        match self.forwarding(c, root, bytes, library_route) {
+            Some((p0, f)) => (p0, Some(f)),
+            None => (self.predicted_plan(root, bytes, library_route), None),
         }
-        enter0[0] = enter0[0].max(enter0[p.root as usize] + hop_s);
-        Some((self.predicted_plan(0, bytes, library_route), enter0))
     }
 
     /// The calibrated topology with each token-bucketed link at its rate for calls of `p`
@@ -599,7 +597,7 @@ impl Planner {
         let Some(c) = self.calibrated.as_ref() else {
             return vec![None; enters.len()];
         };
-        let p = self.predicted_plan(root, bytes, library_route);
+        let (p, forward) = self.modelled_plan(c, root, bytes, library_route);
         let Some(topologies) = Self::train_topologies(c, &p, bytes, train) else {
             return vec![None; enters.len()];
         };
@@ -612,6 +610,10 @@ impl Planner {
                     return None;
                 }
                 let shifted: Vec<f64> = enter.iter().map(|t| t - origin).collect();
+                let shifted = match &forward {
+                    Some(f) => f.entries(Some(&shifted), p.nranks as usize)?,
+                    None => shifted,
+                };
                 let grouping = groupings.get(i).and_then(|g| g.as_deref());
                 let (d, _) = self.times_over(c, &topologies, &p, bytes, Some(&shifted), grouping, library_route)?;
                 Some(d.rank_done_s.iter().map(|t| t + origin).collect())
@@ -626,9 +628,13 @@ impl Planner {
     pub fn predict_arrivals(&self, root: u32, bytes: u64, library_route: bool) -> (String, Option<Vec<f64>>) {
         let p = self.predicted_plan(root, bytes, library_route);
         let arrivals = match &self.calibrated {
-            Some(c) => Self::bucketed(c, &p, bytes, None)
-                .and_then(|t| self.calibrated_times(c, &t, &p, bytes, None, None, library_route))
-                .map(|d| d.rank_done_s),
+            Some(c) => {
+                let (pm, forward) = self.modelled_plan(c, root, bytes, library_route);
+                let enter = forward.and_then(|f| f.entries(None, pm.nranks as usize));
+                Self::bucketed(c, &pm, bytes, None)
+                    .and_then(|t| self.calibrated_times(c, &t, &pm, bytes, enter.as_deref(), None, library_route))
+                    .map(|d| d.rank_done_s)
+            }
             None => self
                 .topology
                 .as_deref()
@@ -671,8 +677,10 @@ impl Planner {
             .calibrated
             .as_ref()
             .and_then(|c| {
-                let topologies = Self::train_topologies(c, &p, bytes, train)?;
-                self.times_over(c, &topologies, &p, bytes, None, None, library_route)
+                let (pm, forward) = self.modelled_plan(c, root, bytes, library_route);
+                let enter = forward.and_then(|f| f.entries(None, pm.nranks as usize));
+                let topologies = Self::train_topologies(c, &pm, bytes, train)?;
+                self.times_over(c, &topologies, &pm, bytes, enter.as_deref(), None, library_route)
             })
             .map_or((None, None), |(t, ends)| (Some(t), ends));
         let mut out = if self.nranks > super::config::SIMULATED_RANKS_MAX {
@@ -806,6 +814,29 @@ fn calibrated(
     })
 }
 
+/// A broadcast the library runs as root 0's after the root forwards the message to rank 0
+/// ([`Planner::forwarding`]).
+#[derive(Clone, Copy, Debug)]
+struct Forward {
+    /// The root the calls name.
+    root: usize,
+    /// The pair's one-way time for the message, root to rank 0.
+    hop_s: f64,
+}
+
+impl Forward {
+    /// The entries root 0's broadcast starts from: `enter` (all 0 where `None`) with rank 0's
+    /// raised to the root's entry plus the forward. `None` when `enter` is not one per rank.
+    fn entries(&self, enter: Option<&[f64]>, n: usize) -> Option<Vec<f64>> {
+        let mut e = enter.map_or_else(|| vec![0.0; n], <[f64]>::to_vec);
+        if e.len() != n || self.root >= n {
+            return None;
+        }
+        e[0] = e[0].max(e[self.root] + self.hop_s);
+        Some(e)
+    }
+}
+
 impl Calibrated {
     /// Which ranks share a CPU in a call of `bytes` on one host, for the one-host model: the
     /// call's own `grouping` where read, else the set-up's at the timed size nearest in log2.
@@ -853,6 +884,19 @@ mod tests {
             local_above: crate::plan::local::FULL_CHOOSER_MAX_RANKS,
             calibrated: None,
         }
+    }
+
+    /// A forwarded broadcast starts root 0's when the message has come from the root, never
+    /// earlier than rank 0 itself enters; entries that are not one per rank are refused.
+    #[test]
+    fn a_forward_raises_rank_0s_entry_to_the_message() {
+        // Powers of two, so the sums are exact.
+        let f = super::Forward { root: 2, hop_s: 0.25 };
+        assert_eq!(f.entries(None, 3), Some(vec![0.25, 0.0, 0.0]));
+        assert_eq!(f.entries(Some(&[0.125, 0.0, 0.5]), 3), Some(vec![0.75, 0.0, 0.5]));
+        assert_eq!(f.entries(Some(&[2.0, 0.0, 0.5]), 3), Some(vec![2.0, 0.0, 0.5]));
+        assert_eq!(f.entries(Some(&[0.0, 0.0]), 3), None);
+        assert_eq!(f.entries(None, 2), None);
     }
 
     /// Above the full chooser's size every rank builds only its own ops: they are its row of the
