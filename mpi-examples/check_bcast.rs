@@ -607,11 +607,12 @@ fn mode_profile(world: &mpi::topology::SimpleCommunicator) {
     }
 }
 
-/// Two sites of 40 broadcasts of 1 KiB from rank 0: at site E the last rank sleeps 20 ms
-/// before every call (it arrives last, the others wait), at site F every call follows a
-/// barrier; `tests/profile.rs` checks that the profile tells load imbalance from transfer
-/// time. 20 ms, not 3: with a core kept busy, four ranks on the other wait for it in slices of
-/// milliseconds, and a 3 ms imbalance drowned in that.
+/// Two sites of 40 broadcasts of 1 KiB: at site E (from rank 1, so a root other than 0 is
+/// predicted) the last rank sleeps 20 ms before every call (it arrives last, the others wait),
+/// at site F (from rank 0) every call follows a barrier; `tests/profile.rs` checks that the
+/// profile tells load imbalance from transfer time, and that the late rank's predicted
+/// completion follows its entry. 20 ms, not 3: with a core kept busy, four ranks on the other
+/// wait for it in slices of milliseconds, and a 3 ms imbalance drowned in that.
 fn mode_imbalance(world: &mpi::topology::SimpleCommunicator) {
     let n = world.size();
     let me = world.rank();
@@ -621,7 +622,7 @@ fn mode_imbalance(world: &mpi::topology::SimpleCommunicator) {
             std::thread::sleep(std::time::Duration::from_millis(20));
         }
         world
-            .topo_bcast(&mut buf, 0)
+            .topo_bcast(&mut buf, 1 % n)
             .unwrap_or_else(|e| fail(format!("site E: {e}"))); // site E
     }
     for _ in 0..40 {

@@ -372,6 +372,28 @@ fn arrival_skew_is_told_from_transfer_time() {
         slow.ranks.iter().any(|r| r.enter_s >= 10e-3),
         "the late rank shows: {slow:?}"
     );
+    // Site E broadcasts from rank 1. Its calls' predictions start from the times their ranks
+    // entered (the calibrated model), so no rank is predicted to leave before it entered, nor
+    // a receiver before the root entered; the late rank's entry is 10-20 ms after the others'.
+    for call in [slow, e.sample_call.as_ref().expect("sample call of E")] {
+        assert_eq!(call.root, 1, "{call:?}");
+        assert!(call.predicted_from_entries, "{call:?}");
+        for r in &call.ranks {
+            let p = r
+                .predicted_done_s
+                .unwrap_or_else(|| panic!("rank {} not predicted: {call:?}", r.rank));
+            assert!(
+                p >= r.enter_s && p >= 0.0,
+                "rank {} predicted before its entry: {call:?}",
+                r.rank
+            );
+            assert!(
+                r.rank == call.root || p > 0.0,
+                "receiver {} before the root: {call:?}",
+                r.rank
+            );
+        }
+    }
     // The text report has the table and the verdict; the chart of the slowest call is drawn.
     let text = std::process::Command::new(env!("CARGO_BIN_EXE_treecast"))
         .args(["report", &path_s, "--svg"])

@@ -39,6 +39,19 @@ pub struct AlignedCall {
 }
 
 impl AlignedCall {
+    /// Every rank of a communicator of `size` timed the call, listed in rank order: what a
+    /// prediction from the call's entries (one per rank) needs.
+    pub(crate) fn has_every_rank(&self, size: u32) -> bool {
+        self.ranks.len() == size as usize && self.ranks.iter().enumerate().all(|(i, r)| r.0 == i as u32)
+    }
+
+    /// Which ranks shared a CPU in the call (`placement::grouping`), where its CPUs were read.
+    pub(crate) fn grouping(&self) -> Option<Vec<u32>> {
+        (self.cpus.len() == self.ranks.len())
+            .then(|| super::placement::grouping(&self.cpus))
+            .flatten()
+    }
+
     pub(crate) fn first_enter(&self) -> f64 {
         self.ranks.iter().map(|r| r.1).fold(f64::INFINITY, f64::min)
     }

@@ -33,7 +33,7 @@ pub fn given_entries<'a>(
 ) -> Option<GivenEntries> {
     let mut groups: BTreeMap<(u32, u64), Vec<&AlignedCall>> = BTreeMap::new();
     for c in calls {
-        if c.ranks.len() == size as usize && c.ranks.iter().enumerate().all(|(i, r)| r.0 == i as u32) {
+        if c.has_every_rank(size) {
             groups.entry((c.root, c.bytes)).or_default().push(c);
         }
     }
@@ -45,14 +45,7 @@ pub fn given_entries<'a>(
     let mut sizes = (u64::MAX, 0u64);
     for ((root, bytes), group) in groups {
         let enters: Vec<Vec<f64>> = group.iter().map(|c| c.ranks.iter().map(|r| r.1).collect()).collect();
-        let groupings: Vec<Option<Vec<u32>>> = group
-            .iter()
-            .map(|c| {
-                (c.cpus.len() == c.ranks.len())
-                    .then(|| super::placement::grouping(&c.cpus))
-                    .flatten()
-            })
-            .collect();
+        let groupings: Vec<Option<Vec<u32>>> = group.iter().map(|c| c.grouping()).collect();
         for (c, exit) in group.iter().zip(predict(root, bytes, (&enters, &groupings))) {
             let Some(exit) = exit.filter(|x| x.len() == c.ranks.len()) else {
                 continue;

@@ -459,6 +459,18 @@ fn merge(st: &dyn ProfiledComm, ranks: &[RankWire]) -> CommReport {
                 *roots.entry(r).or_insert(0) += n;
             }
         }
+        // Arrival skew and transfer over the calls every rank timed, and the slowest of them.
+        let aligned = super::arrival::align(
+            &entries
+                .iter()
+                .map(|(r, s)| super::arrival::RankCalls {
+                    rank: r.rank,
+                    kernel: r.boot_id,
+                    clock: r.clock_map(),
+                    calls: &s.common,
+                })
+                .collect::<Vec<_>>(),
+        );
         // Sample call: the latest call every rank calling from here timed (ranks sample at
         // their own strides, but all time the common samples); failing that, the latest call
         // any of them timed, on the ranks that timed it.
@@ -504,25 +516,14 @@ fn merge(st: &dyn ProfiledComm, ranks: &[RankWire]) -> CommReport {
                     ranks,
                     cpus: vec![],
                 },
+                &aligned,
             ))
         });
-        // Arrival skew and transfer over the calls every rank timed, and the slowest of them.
-        let aligned = super::arrival::align(
-            &entries
-                .iter()
-                .map(|(r, s)| super::arrival::RankCalls {
-                    rank: r.rank,
-                    kernel: r.boot_id,
-                    clock: r.clock_map(),
-                    calls: &s.common,
-                })
-                .collect::<Vec<_>>(),
-        );
         let arrival = super::arrival::analyse(&aligned);
         let slowest_call = aligned
             .iter()
             .max_by(|a, b| a.span_s().total_cmp(&b.span_s()))
-            .map(|c| timeline(st, c));
+            .map(|c| timeline(st, c, &aligned));
         let size_classes: Vec<SizeClassReport> = classes
             .into_iter()
             .map(|(class, m)| class_report(st, class, m, &aligned, &setup_timing))
@@ -611,9 +612,16 @@ fn shared_cpus<'a>(ranks: impl Iterator<Item = (u64, &'a [u64], &'a str)>) -> Ve
         .collect()
 }
 
-/// One aligned call as a per-rank timeline relative to the root's entry, with the plan's
-/// predicted completions: the sample call and the slowest call alike.
-fn timeline(st: &dyn ProfiledComm, c: &super::arrival::AlignedCall) -> SampleCall {
+/// One aligned call as a per-rank timeline relative to the root's entry, with each rank's
+/// predicted completion: the sample call and the slowest call alike. Where the calibrated model
+/// can, the prediction starts from the times this call's ranks entered (as `given_entries`
+/// does for a class, with the class's train of `calls`), so a rank that came late is not shown
+/// finishing before it entered; else all ranks entering with the root.
+fn timeline(
+    st: &dyn ProfiledComm,
+    c: &super::arrival::AlignedCall,
+    calls: &[super::arrival::AlignedCall],
+) -> SampleCall {
     let root_enter = c
         .ranks
         .iter()
@@ -622,7 +630,14 @@ fn timeline(st: &dyn ProfiledComm, c: &super::arrival::AlignedCall) -> SampleCal
     let (algorithm, predicted) = if c.by_mpi {
         ("MPI_Bcast".to_string(), None)
     } else {
-        st.predict_arrivals(c.root, c.bytes)
+        let (algorithm, together) = st.predict_arrivals(c.root, c.bytes);
+        match from_entries(st, c, calls) {
+            Some(p) => (algorithm, Some((p, true))),
+            None => (
+                algorithm,
+                together.map(|p| (p.iter().map(|t| t + root_enter).collect(), false)),
+            ),
+        }
     };
     SampleCall {
         seq: c.seq,
@@ -636,10 +651,40 @@ fn timeline(st: &dyn ProfiledComm, c: &super::arrival::AlignedCall) -> SampleCal
                 rank,
                 enter_s: enter - root_enter,
                 done_s: done - root_enter,
-                predicted_done_s: predicted.as_ref().and_then(|p| p.get(rank as usize).copied()),
+                predicted_done_s: predicted
+                    .as_ref()
+                    .and_then(|(p, _): &(Vec<f64>, bool)| p.get(rank as usize))
+                    .map(|t| t - root_enter),
             })
             .collect(),
+        predicted_from_entries: predicted.as_ref().is_some_and(|p| p.1),
     }
+}
+
+/// [`ProfiledComm::predict_given_entries`] for the one call `c` (every rank's entry, in rank
+/// order, on rank 0's clock): when each rank leaves it, on the same clock. `None` where not every
+/// rank timed the call or the model is not calibrated.
+fn from_entries(
+    st: &dyn ProfiledComm,
+    c: &super::arrival::AlignedCall,
+    calls: &[super::arrival::AlignedCall],
+) -> Option<Vec<f64>> {
+    if !c.has_every_rank(st.size()) {
+        return None;
+    }
+    let class = crate::plan::size_class(c.bytes);
+    let train = super::entries::call_train(calls.iter().filter(|o| crate::plan::size_class(o.bytes) == class));
+    let enter: Vec<f64> = c.ranks.iter().map(|r| r.1).collect();
+    // The sample call is built from each rank's last call, without CPUs: the same call among
+    // those every rank timed has them.
+    let grouping = match c.cpus.is_empty() {
+        true => calls.iter().find(|o| o.seq == c.seq).and_then(|o| o.grouping()),
+        false => c.grouping(),
+    };
+    st.predict_given_entries(c.root, c.bytes, (&[enter], &[grouping]), train)
+        .pop()
+        .flatten()
+        .filter(|p| p.len() == c.ranks.len())
 }
 
 /// Final step at `MPI_Finalize`: gather the world communicator's records, then every report

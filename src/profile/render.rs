@@ -820,10 +820,11 @@ pub fn text(report: &ProfileReport) -> String {
                 };
                 let _ = writeln!(
                     o,
-                    "\nLast call from {} (root {}, {} bytes, {ran}): completion per rank, us after the root's entry",
+                    "\nLast call from {} (root {}, {} bytes, {ran}): completion per rank, us after the root's entry; {}",
                     shorten(&s.site, 60),
                     sc.root,
                     sc.bytes,
+                    prediction_basis(sc),
                 );
                 let mut ranks = sc.ranks.clone();
                 ranks.sort_by(|a, b| b.done_s.total_cmp(&a.done_s));
@@ -1133,6 +1134,16 @@ pub fn predicted_vs_measured_svg(c: &CommReport) -> String {
     svg.finish()
 }
 
+/// What a call's per-rank predictions assume: the ranks' own entries, or all entering with
+/// the root (where a late rank's prediction can fall before its entry).
+fn prediction_basis(sc: &SampleCall) -> &'static str {
+    if sc.predicted_from_entries {
+        "predicted completion from the times the ranks entered"
+    } else {
+        "predicted completion with every rank entering with the root"
+    }
+}
+
 /// Gantt chart of one call per rank: entry to completion, with the predicted completion.
 pub fn gantt_svg(title: &str, sc: &SampleCall, hosts: &[String]) -> String {
     let rows = sc.ranks.len().max(1) as f64;
@@ -1190,7 +1201,10 @@ pub fn gantt_svg(title: &str, sc: &SampleCall, hosts: &[String]) -> String {
         h - 6.0,
         10.0,
         "start",
-        "bars: entry to completion per rank (root green); red ticks: predicted completion; time from the root's entry",
+        &format!(
+            "bars: entry to completion per rank (root green); red ticks: {}; time from the root's entry",
+            prediction_basis(sc)
+        ),
     );
     svg.finish()
 }
@@ -1390,6 +1404,7 @@ mod tests {
                                 predicted_done_s: Some(1.5e-5),
                             },
                         ],
+                        predicted_from_entries: true,
                     }),
                     arrival: Some(ArrivalReport {
                         calls: 3,

@@ -274,7 +274,9 @@ pub struct RankTiming {
     /// Entry and completion on rank 0's clock, relative to the root's entry (seconds).
     pub enter_s: f64,
     pub done_s: f64,
-    /// Predicted time the rank has the data, relative to the root's entry.
+    /// Predicted time the rank leaves the call, relative to the root's entry: from the times
+    /// the call's ranks entered where [`SampleCall::predicted_from_entries`], else with every
+    /// rank entering with the root.
     pub predicted_done_s: Option<f64>,
 }
 
@@ -286,6 +288,11 @@ pub struct SampleCall {
     pub bytes: u64,
     pub algorithm: String,
     pub ranks: Vec<RankTiming>,
+    /// The predictions start from the times this call's ranks entered (the calibrated model,
+    /// `profile::entries`); false: every rank entering with the root (older profiles, or no
+    /// calibration), so a rank that came late may show a prediction before its entry.
+    #[serde(default)]
+    pub predicted_from_entries: bool,
 }
 
 /// One site's calls of one message-size class, merged over ranks, with the prediction for that
