@@ -3,6 +3,7 @@
 #
 #   scripts/predict-stats.sh [--runs K] [--ranks N] [--mpich] [--emulated SHAPE] [--keep DIR]
 #                            [--calls C] [--sizes LIST] [--root R] [--bind] [--against BENCH]
+#                            [--env NAME=VALUE]... [--against-env NAME=VALUE]...
 #
 # Runs `predict_bench` (a profiled job of topo_bcast calls, 1 KiB .. 16 MiB, that prints each
 # size's measured median against its prediction) K times (default 6), one job at a time, and
@@ -31,6 +32,10 @@
 # --against BENCH: an A/B. Each job of this checkout's predict_bench is followed by one of the
 # predict_bench binary BENCH (built from another revision, e.g. in a git worktree), alternating
 # so both see the host's same states; both are tallied (BENCH's outputs kept as job-K.against.*).
+# --env NAME=VALUE: every job's ranks get this environment variable (repeatable), e.g.
+# TREECAST_ALGORITHM=hier-pipeline:segs=1. --against-env NAME=VALUE: only the against jobs get it
+# (repeatable); without --against they run this checkout's predict_bench, so two settings are
+# compared job for job.
 #
 # Builds what it runs (cargo build --release --example predict_bench). Timings on a shared
 # machine: run nothing else meanwhile. Exit code 0 when every job ran (whatever it measured).
@@ -38,6 +43,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 runs=6 ranks=4 mpich=0 shape="" keep="" calls=200 sizes="" root="" bind=0 against="" prefix="${EMUCLUSTER_PREFIX:-tcpred}"
+envs=() against_envs=()
 while [ $# -gt 0 ]; do
   case "$1" in
     --runs) runs="${2:?}"; shift 2;;
@@ -50,6 +56,8 @@ while [ $# -gt 0 ]; do
     --root) root="${2:?}"; shift 2;;
     --bind) bind=1; shift;;
     --against) against="${2:?}"; shift 2;;
+    --env) envs+=("${2:?}"); shift 2;;
+    --against-env) against_envs+=("${2:?}"); shift 2;;
     -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0;;
     *) echo "predict-stats: unknown argument $1" >&2; exit 2;;
   esac
@@ -62,6 +70,9 @@ done
 [ -z "$against" ] || [ -x "$against" ] || { echo "predict-stats: --against takes an executable predict_bench, not $against" >&2; exit 2; }
 [ -z "$sizes" ] || [[ "$sizes" =~ ^[1-9][0-9]*(,[1-9][0-9]*)*$ ]] || { echo "predict-stats: --sizes takes byte counts separated by commas, not $sizes" >&2; exit 2; }
 [ -z "$root" ] || [[ "$root" =~ ^[0-9]+$ ]] || { echo "predict-stats: --root takes a rank, not $root" >&2; exit 2; }
+for e in "${envs[@]}" "${against_envs[@]}"; do
+  [[ "$e" =~ ^[A-Za-z_][A-Za-z0-9_]*=.*$ ]] || { echo "predict-stats: --env and --against-env take NAME=VALUE, not $e" >&2; exit 2; }
+done
 # What each job's predict_bench is given.
 bench_args=("$calls")
 [ -z "$sizes" ] || bench_args+=(--sizes "$sizes")
@@ -72,6 +83,7 @@ if [ "$mpich" = 1 ]; then export TREECAST_MPI=mpich; fi
 cargo build --release --example predict_bench >/dev/null
 [ -z "$shape" ] || cargo build --release --bin treecast >/dev/null # emucluster.sh runs it
 bench="$TREECAST_RELEASE/examples/predict_bench"
+[ -n "$against" ] || [ "${#against_envs[@]}" = 0 ] || against="$bench"
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/predict-stats.XXXXXX")
 out="${keep:-$work}"
@@ -85,9 +97,14 @@ trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
-# launch K [BENCH [TAG]]: the command of job K (its profile kept as job-K[TAG].json with --keep).
+# launch K [BENCH [TAG]]: the command of job K (its profile kept as job-K[TAG].json with --keep;
+# the against jobs, TAG .against, also get --against-env).
 launch() {
-  local env=() bench="${2:-$bench}" name="job-$1${3:-}"
+  local env=() bench="${2:-$bench}" name="job-$1${3:-}" e extra=("${envs[@]}")
+  [ -z "${3:-}" ] || extra+=("${against_envs[@]}")
+  for e in "${extra[@]}"; do
+    if [ "$mpich" = 1 ]; then env+=(-genv "${e%%=*}" "${e#*=}"); else env+=(-x "$e"); fi
+  done
   if [ -n "$keep" ]; then
     if [ "$mpich" = 1 ]; then env=(-genv TREECAST_PROFILE "$out/$name.json"); else env=(-x "TREECAST_PROFILE=$out/$name.json"); fi
     [ -z "$shape" ] || env+=(-x "TREECAST_PROBE_DUMP=$out/$name.probe.json")
@@ -113,6 +130,7 @@ fi
 if [ "$bind" = 1 ]; then where="$where, bound to cores"; fi
 [ -z "$sizes" ] || where="$where, sizes $sizes"
 [ -z "$root" ] || where="$where, root $root"
+[ "${#envs[@]}" = 0 ] || where="$where, ${envs[*]}"
 
 failed=0 files=() against_files=()
 for ((k = 1; k <= runs; k++)); do
@@ -135,7 +153,7 @@ done
 echo "== $where: $runs jobs${against:+ each}, $failed failed"
 [ "${#files[@]}" = 0 ] || python3 scripts/predict_stats_report.py "${files[@]}"
 if [ -n "$against" ] && [ "${#against_files[@]}" != 0 ]; then
-  echo "== against $against, jobs alternating with the above"
+  echo "== against $against${against_envs[*]:+ with ${against_envs[*]}}, jobs alternating with the above"
   python3 scripts/predict_stats_report.py "${against_files[@]}"
 fi
 [ "$failed" = 0 ]

@@ -583,6 +583,31 @@ fn is_cpu_groups_label(s: &str) -> bool {
         })
 }
 
+/// `scripts/predict-stats.sh` refuses an environment setting that is not NAME=VALUE, naming it,
+/// before it builds or launches anything.
+#[test]
+fn predict_stats_refuses_a_malformed_setting() {
+    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/predict-stats.sh");
+    for args in [
+        &["--env", "TREECAST_ALGORITHM"][..],
+        &["--against-env", "=1"][..],
+        &["--env", "A=1", "--against-env", "1B=2"][..],
+    ] {
+        let out = std::process::Command::new("bash")
+            .arg(&script)
+            .args(args)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        let bad = args.last().unwrap();
+        assert!(
+            err.contains("take NAME=VALUE") && err.contains(&format!("not {bad}")),
+            "{args:?}: {err}"
+        );
+    }
+}
+
 /// `predict_bench` (issue 23's benchmark) runs under mpirun and prints a row per size, the
 /// line of sizes whose calls moved within the job and the verdict; and
 /// `scripts/predict_stats_report.py`, which tallies its outputs over jobs
