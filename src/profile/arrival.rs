@@ -45,13 +45,6 @@ impl AlignedCall {
         self.ranks.len() == size as usize && self.ranks.iter().enumerate().all(|(i, r)| r.0 == i as u32)
     }
 
-    /// Which ranks shared a CPU in the call (`placement::grouping`), where its CPUs were read.
-    pub(crate) fn grouping(&self) -> Option<Vec<u32>> {
-        (self.cpus.len() == self.ranks.len())
-            .then(|| super::placement::grouping(&self.cpus))
-            .flatten()
-    }
-
     pub(crate) fn first_enter(&self) -> f64 {
         self.ranks.iter().map(|r| r.1).fold(f64::INFINITY, f64::min)
     }

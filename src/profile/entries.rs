@@ -45,7 +45,7 @@ pub fn given_entries<'a>(
     let mut sizes = (u64::MAX, 0u64);
     for ((root, bytes), group) in groups {
         let enters: Vec<Vec<f64>> = group.iter().map(|c| c.ranks.iter().map(|r| r.1).collect()).collect();
-        let groupings: Vec<Option<Vec<u32>>> = group.iter().map(|c| c.grouping()).collect();
+        let groupings: Vec<Option<Vec<u32>>> = group.iter().map(|c| super::placement::call_grouping(c)).collect();
         for (c, exit) in group.iter().zip(predict(root, bytes, (&enters, &groupings))) {
             let Some(exit) = exit.filter(|x| x.len() == c.ranks.len()) else {
                 continue;

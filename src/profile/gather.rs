@@ -678,8 +678,11 @@ fn from_entries(
     // The sample call is built from each rank's last call, without CPUs: the same call among
     // those every rank timed has them.
     let grouping = match c.cpus.is_empty() {
-        true => calls.iter().find(|o| o.seq == c.seq).and_then(|o| o.grouping()),
-        false => c.grouping(),
+        true => calls
+            .iter()
+            .find(|o| o.seq == c.seq)
+            .and_then(super::placement::call_grouping),
+        false => super::placement::call_grouping(c),
     };
     st.predict_given_entries(c.root, c.bytes, (&[enter], &[grouping]), train)
         .pop()

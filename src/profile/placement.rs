@@ -20,6 +20,11 @@ use super::arrival::AlignedCall;
 use super::report::CpuGroups;
 use std::collections::BTreeMap;
 
+/// Which ranks shared a CPU in call `c` ([`grouping`]), where its CPUs were read (one per rank).
+pub fn call_grouping(c: &AlignedCall) -> Option<Vec<u32>> {
+    (c.cpus.len() == c.ranks.len()).then(|| grouping(&c.cpus)).flatten()
+}
+
 /// A grouping of a call's ranks by CPU: for each rank, the lowest rank on the same CPU (so two
 /// calls in which the same ranks shared CPUs have equal groupings, whichever CPUs those were).
 /// `None` when any rank's CPU is unknown. `cpus[r]`: rank `r`'s (kernel, CPU), the kernel told
