@@ -106,7 +106,7 @@ launch() {
     if [ "$mpich" = 1 ]; then env+=(-genv "${e%%=*}" "${e#*=}"); else env+=(-x "$e"); fi
   done
   if [ -n "$keep" ]; then
-    if [ "$mpich" = 1 ]; then env=(-genv TREECAST_PROFILE "$out/$name.json"); else env=(-x "TREECAST_PROFILE=$out/$name.json"); fi
+    if [ "$mpich" = 1 ]; then env+=(-genv TREECAST_PROFILE "$out/$name.json"); else env+=(-x "TREECAST_PROFILE=$out/$name.json"); fi
     [ -z "$shape" ] || env+=(-x "TREECAST_PROBE_DUMP=$out/$name.probe.json")
   fi
   if [ -n "$shape" ]; then

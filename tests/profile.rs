@@ -608,6 +608,49 @@ fn predict_stats_refuses_a_malformed_setting() {
     }
 }
 
+/// `scripts/predict-stats.sh --env` reaches every job's ranks, with `--keep` too (which once
+/// replaced it with the profile's variable), and `--against-env` only the other arm's: a
+/// comparison of two settings runs what it says.
+#[test]
+fn predict_stats_gives_each_arm_its_settings() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let dir = std::env::temp_dir().join(format!("treecast-stats-env-{}", std::process::id()));
+    let logged = |name: &str| {
+        std::fs::read_to_string(dir.join(name))
+            .unwrap_or_else(|e| panic!("{name}: {e}"))
+            .contains("treecast: calibration between ranks 0 and 1")
+    };
+    let mpich = matches!(common::launcher(), common::Launcher::Hydra);
+    for (flag, main_logs) in [("--env", true), ("--against-env", false)] {
+        let _ = std::fs::remove_dir_all(&dir);
+        let mut cmd = std::process::Command::new("timeout");
+        cmd.args(["300", "bash"]).arg(root.join("scripts/predict-stats.sh"));
+        cmd.args([
+            "--runs", "1", "--ranks", "2", "--calls", "10", "--sizes", "1024", "--keep",
+        ]);
+        cmd.arg(&dir).args([flag, "TREECAST_LOG=info"]);
+        if mpich {
+            cmd.arg("--mpich");
+        }
+        let out = cmd.output().unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success(),
+            "{flag}: {text}\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(
+            dir.join("job-1.json").exists(),
+            "{flag}: the kept profile is missing: {text}"
+        );
+        assert_eq!(logged("job-1.err"), main_logs, "{flag}: {text}");
+        if !main_logs {
+            assert!(logged("job-1.against.err"), "{flag}: {text}");
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// `predict_bench` (issue 23's benchmark) runs under mpirun and prints a row per size, the
 /// line of sizes whose calls moved within the job and the verdict; and
 /// `scripts/predict_stats_report.py`, which tallies its outputs over jobs
