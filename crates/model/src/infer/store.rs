@@ -145,9 +145,15 @@ impl Store {
     /// The one-way distance measurement `m` gives on its own under the statistic in use (a
     /// fresh reading, not pooled with the pair's earlier ones).
     pub fn distance_of(&self, m: &PairMeasurement) -> f64 {
+        self.one_way(m.samples_s.iter().copied())
+    }
+
+    /// Half the round trip `samples` give under the statistic in use (their minimum or
+    /// median; not finite without samples).
+    fn one_way(&self, samples: impl Iterator<Item = f64>) -> f64 {
         match self.stat {
-            Statistic::Min => m.rtt_s() / 2.0,
-            Statistic::Median => median_of(&mut m.samples_s.clone()) / 2.0,
+            Statistic::Min => samples.fold(f64::INFINITY, f64::min) / 2.0,
+            Statistic::Median => median_of(&mut samples.collect::<Vec<f64>>()) / 2.0,
         }
     }
 
@@ -251,15 +257,9 @@ impl Store {
             } else {
                 sets.into_iter().skip(half).step_by(2).collect()
             };
-            let d = match self.stat {
-                Statistic::Min => mine
-                    .iter()
-                    .flat_map(|s| s.iter().copied())
-                    .fold(f64::INFINITY, f64::min),
-                Statistic::Median => median_of(&mut mine.iter().flat_map(|s| s.iter().copied()).collect::<Vec<f64>>()),
-            };
+            let d = self.one_way(mine.iter().flat_map(|s| s.iter().copied()));
             if d.is_finite() {
-                out.push((a, b, d / 2.0));
+                out.push((a, b, d));
             }
         }
         out.sort_by_key(|&(a, b, _)| (a, b));
