@@ -630,14 +630,14 @@ fn timeline(
     let (algorithm, predicted) = if c.by_mpi {
         ("MPI_Bcast".to_string(), None)
     } else {
-        let (algorithm, together) = st.predict_arrivals(c.root, c.bytes);
-        match from_entries(st, c, calls) {
-            Some(p) => (algorithm, Some((p, true))),
-            None => (
-                algorithm,
-                together.map(|p| (p.iter().map(|t| t + root_enter).collect(), false)),
-            ),
-        }
+        // The model without the entries only where it cannot take them: one simulation, not two.
+        let predicted = match from_entries(st, c, calls) {
+            Some(p) => Some((p, true)),
+            None => st
+                .predict_arrivals(c.root, c.bytes)
+                .map(|p| (p.iter().map(|t| t + root_enter).collect(), false)),
+        };
+        (st.predicted_algorithm(c.root, c.bytes), predicted)
     };
     SampleCall {
         seq: c.seq,

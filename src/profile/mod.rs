@@ -280,8 +280,12 @@ pub trait ProfiledComm {
         bytes: u64,
         train: Option<crate::estimate::bucket::CallTrain>,
     ) -> Option<report::Predicted>;
-    /// The plan's algorithm name and predicted per-rank completions for `bytes` from `root`.
-    fn predict_arrivals(&self, root: u32, bytes: u64) -> (String, Option<Vec<f64>>);
+    /// The name of the algorithm predictions of `bytes` from `root` model (the plan's, or the
+    /// library's where the calls take the library's route).
+    fn predicted_algorithm(&self, root: u32, bytes: u64) -> String;
+    /// Predicted per-rank completions for `bytes` from `root`, every rank entering with the
+    /// root (seconds after its entry).
+    fn predict_arrivals(&self, root: u32, bytes: u64) -> Option<Vec<f64>>;
     /// With the set-up calibration: for each call of `bytes` from `root` whose ranks entered at
     /// `calls.0[i]` (one time per rank, rank 0's clock) and shared CPUs as `calls.1[i]` says
     /// (`placement::grouping`, `None`: not read), each rank's predicted exit; the calls follow

@@ -621,13 +621,12 @@ impl Planner {
             .collect()
     }
 
-    /// Algorithm name and predicted per-rank completion times (seconds after the root starts) of
-    /// the plan for `bytes` from `root` (with the set-up calibration: simulated with its costs,
-    /// the time each rank leaves the call; else contention-free with nominal latencies), when
-    /// the topology is known.
-    pub fn predict_arrivals(&self, root: u32, bytes: u64, library_route: bool) -> (String, Option<Vec<f64>>) {
-        let p = self.predicted_plan(root, bytes, library_route);
-        let arrivals = match &self.calibrated {
+    /// Predicted per-rank completion times (seconds after the root starts) of the plan for
+    /// `bytes` from `root`, every rank entering with the root (with the set-up calibration:
+    /// simulated with its costs, the time each rank leaves the call; else contention-free with
+    /// nominal latencies), when the topology is known.
+    pub fn predict_arrivals(&self, root: u32, bytes: u64, library_route: bool) -> Option<Vec<f64>> {
+        match &self.calibrated {
             Some(c) => {
                 let (pm, forward) = self.modelled_plan(c, root, bytes, library_route);
                 let enter = forward.and_then(|f| f.entries(None, pm.nranks as usize));
@@ -635,13 +634,14 @@ impl Planner {
                     .and_then(|t| self.calibrated_times(c, &t, &pm, bytes, enter.as_deref(), None, library_route))
                     .map(|d| d.rank_done_s)
             }
-            None => self
-                .topology
-                .as_deref()
-                .and_then(|t| crate::estimate::evaluate_deterministic(t, &p, bytes).ok())
-                .map(|d| d.rank_arrival_s),
-        };
-        (p.info.algorithm.clone(), arrivals)
+            None => {
+                let p = self.predicted_plan(root, bytes, library_route);
+                self.topology
+                    .as_deref()
+                    .and_then(|t| crate::estimate::evaluate_deterministic(t, &p, bytes).ok())
+                    .map(|d| d.rank_arrival_s)
+            }
+        }
     }
 
     /// Predicted completion time of a broadcast of `bytes` from `root`: deterministic, and from

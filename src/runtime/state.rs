@@ -534,7 +534,13 @@ impl crate::profile::ProfiledComm for CommState {
         self.planner
             .predict_time(root, bytes, self.library_route(root, bytes), train)
     }
-    fn predict_arrivals(&self, root: u32, bytes: u64) -> (String, Option<Vec<f64>>) {
+    fn predicted_algorithm(&self, root: u32, bytes: u64) -> String {
+        self.planner
+            .predicted_plan(root, bytes, self.library_route(root, bytes))
+            .info
+            .algorithm
+    }
+    fn predict_arrivals(&self, root: u32, bytes: u64) -> Option<Vec<f64>> {
         self.planner
             .predict_arrivals(root, bytes, self.library_route(root, bytes))
     }
