@@ -19,6 +19,11 @@
 //!   rounds of broadcasts from each rank in turn with sizes and data changing, compared with
 //!   `MPI_Bcast` (a repeat from a new root may take the fast path); an invalid root is an
 //!   error.
+//! - `check_bcast trial BYTES...` — for each size, broadcasts from rank 0 with new data each
+//!   call, compared with `MPI_Bcast`, until `topo_route` says the route settled (at most 300
+//!   calls): correct data through a route's trial, whichever plans it alternates (the library,
+//!   the planner's segmented plan, its unsegmented one) and after the planner plans the class
+//!   with the winner.
 //!
 //! Prints `CHECK OK ...` lines; exits non-zero on the first failure.
 
@@ -705,6 +710,46 @@ fn mode_routes(world: &mpi::topology::SimpleCommunicator, expect: &str) {
     }
 }
 
+fn mode_trial(world: &mpi::topology::SimpleCommunicator, sizes: &[String]) {
+    let me = world.rank();
+    for size in sizes {
+        let bytes = parse_size(size);
+        let mut calls = 0u32;
+        // Settled, then a few calls more: the first calls of the plan the class settled on.
+        let mut after = 0;
+        while after < 3 {
+            if calls == 300 {
+                fail(format!("trial: {bytes} B not settled after {calls} calls"));
+            }
+            let fill = |b: &mut Vec<u8>| {
+                for (i, x) in b.iter_mut().enumerate() {
+                    *x = (i as u64 * 131 + calls as u64 * 17) as u8;
+                }
+            };
+            let mut ours = vec![0u8; bytes as usize];
+            let mut theirs = vec![0u8; bytes as usize];
+            if me == 0 {
+                fill(&mut ours);
+                fill(&mut theirs);
+            }
+            world
+                .topo_bcast(&mut ours, 0)
+                .unwrap_or_else(|e| fail(format!("trial: {bytes} B, call {calls}: {e}")));
+            reference(world, 0, &mut theirs[..]);
+            compare(&format!("trial: {bytes} B, call {calls}"), &ours, &theirs);
+            calls += 1;
+            match world.topo_route(0, bytes) {
+                Ok(RouteState::Settled(_)) => after += 1,
+                Ok(_) => {}
+                Err(e) => fail(format!("topo_route(0, {bytes}): {e}")),
+            }
+        }
+        if me == 0 {
+            println!("CHECK OK trial {bytes} B settled after {} calls", calls - 3);
+        }
+    }
+}
+
 fn main() {
     let universe = mpi::initialize().unwrap_or_else(|| fail("MPI init failed".into()));
     let world = universe.world();
@@ -715,6 +760,7 @@ fn main() {
         Some("soak") => mode_soak(&world, args.get(1).and_then(|s| s.parse().ok()).unwrap_or(10_000)),
         Some("profile") => mode_profile(&world),
         Some("imbalance") => mode_imbalance(&world),
+        Some("trial") => mode_trial(&world, &args[1..]),
         Some("routes") => mode_routes(&world, args.get(1).map(String::as_str).unwrap_or("library")),
         Some("large") => mode_large(&world, parse_size(args.get(1).map(String::as_str).unwrap_or("2GiB+5"))),
         _ => fail("usage: check_bcast match CASE... | bad | soak N | large BYTES".into()),

@@ -545,7 +545,7 @@ fn routes_text(o: &mut String, c: &CommReport) {
     let mut lines: Vec<(&super::report::RouteReport, Vec<u32>)> = Vec::new();
     let mut line_of: HashMap<(u64, u64, &str, &str, &str), usize> = HashMap::new();
     for r in &c.routes {
-        let timed = r.library_us.is_some() || r.plan_us.is_some();
+        let timed = r.library_us.is_some() || r.plan_us.is_some() || r.segmented_us.is_some();
         let key = (
             r.min_bytes,
             r.max_bytes,
@@ -565,10 +565,13 @@ fn routes_text(o: &mut String, c: &CommReport) {
     }
     lines.sort_by_key(|(r, roots)| (r.min_bytes, roots[0]));
     for (r, roots) in &lines {
-        let times = match (r.library_us, r.plan_us) {
-            (Some(l), Some(p)) => format!("; library {l:.2} us, plan {p:.2} us"),
+        let mut times = match (r.segmented_us, r.unsegmented_us) {
+            (Some(s), Some(u)) => format!("; segmented {s:.2} us, unsegmented {u:.2} us"),
             _ => String::new(),
         };
+        if let (Some(l), Some(p)) = (r.library_us, r.plan_us) {
+            times += &format!("; library {l:.2} us, plan {p:.2} us");
+        }
         let algorithm = if r.algorithm.is_empty() {
             String::new()
         } else {
@@ -593,6 +596,7 @@ fn routes_text(o: &mut String, c: &CommReport) {
 fn overhead_line(m: &super::report::MessageOverheadReport) -> String {
     let plans = match m.planning_source.as_str() {
         "token ring" => "measured by the token ring at set-up",
+        "TREECAST_MESSAGE_OVERHEAD_US" => "set by TREECAST_MESSAGE_OVERHEAD_US",
         _ => "the planner's default: one host has no ring",
     };
     let predictions = match (m.prediction_s, m.prediction_wake_s) {
@@ -1285,6 +1289,8 @@ mod tests {
                     reason: "measured".into(),
                     library_us: Some(12.5),
                     plan_us: Some(7.25),
+                    segmented_us: Some(9.5),
+                    unsegmented_us: Some(8.0),
                     algorithm: "hier-pipeline:segs=2".into(),
                 }],
                 message_overhead: Some(MessageOverheadReport {
@@ -1925,7 +1931,7 @@ mod tests {
             "the other communicator keeps its table: {t}"
         );
         assert!(
-            t.contains("root 0, 512 .. 1023 B: plan hier-pipeline:segs=2 (measured; library 12.50 us, plan 7.25 us)"),
+            t.contains("root 0, 512 .. 1023 B: plan hier-pipeline:segs=2 (measured; segmented 9.50 us, unsegmented 8.00 us; library 12.50 us, plan 7.25 us)"),
             "routes are listed with what they ran and their trial times: {t}"
         );
     }
@@ -1963,6 +1969,8 @@ mod tests {
             reason: "no network topology".into(),
             library_us: None,
             plan_us: None,
+            segmented_us: None,
+            unsegmented_us: None,
             algorithm: "binary".into(),
         };
         c.routes = [0, 1, 2, 3, 6, 8, 9]
@@ -1980,11 +1988,11 @@ mod tests {
         );
         assert!(t.contains("  roots 0-3, 6, 8-9, 4096 .. 8191 B: library binary"), "{t}");
         assert!(
-            t.contains("  root 0, 512 .. 1023 B: plan hier-pipeline:segs=2 (measured; library 12.50 us"),
+            t.contains("  root 0, 512 .. 1023 B: plan hier-pipeline:segs=2 (measured; segmented 9.50 us, unsegmented 8.00 us; library 12.50 us"),
             "{t}"
         );
         assert!(
-            t.contains("  root 5, 512 .. 1023 B: plan hier-pipeline:segs=2 (measured; library 99.00 us"),
+            t.contains("  root 5, 512 .. 1023 B: plan hier-pipeline:segs=2 (measured; segmented 9.50 us, unsegmented 8.00 us; library 99.00 us"),
             "{t}"
         );
         // Ordered by size, then by first root.

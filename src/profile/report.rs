@@ -143,6 +143,12 @@ pub struct RouteReport {
     /// A trial's deciding times (slowest rank's medians), microseconds.
     pub library_us: Option<f64>,
     pub plan_us: Option<f64>,
+    /// The deciding times of a trial of the planner's segmented plan against its unsegmented
+    /// one (slowest rank's medians, microseconds), if there was one (`runtime::route`).
+    #[serde(default)]
+    pub segmented_us: Option<f64>,
+    #[serde(default)]
+    pub unsegmented_us: Option<f64>,
     /// What the route runs: the plan's algorithm (`hier-pipeline:segs=4`), or on the library
     /// route the library's algorithm as predictions model it (`ompi:binomial`). Plans follow
     /// the per-message overhead measured at set-up, so two jobs may run different plans for

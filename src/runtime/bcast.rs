@@ -1,7 +1,7 @@
 //! The broadcast every front end (Rust trait, C ABI, `MPI_Bcast` interposer) calls.
 
 use super::last_call;
-use super::route::Route;
+use super::route::{Arm, Route};
 use super::state::{self, CommState};
 use crate::error::{Error, ErrorKind, Result};
 use crate::exec::engine::{self, CallCtx, Outcome};
@@ -153,19 +153,21 @@ unsafe fn routed(
     // broadcast then takes the fast path like any other; on treecast's route an empty
     // broadcast runs a plan of empty messages, so every rank learns the root's size.
     let sel = st.selection(root, class);
-    let route = sel.next();
+    let arm = sel.next();
+    let route = arm.route();
     let trial = sel.settled().is_none();
     let t0 = if trial { crate::exec::raw::wtime() } else { 0.0 };
-    let result = match route {
-        Route::Library => library_bcast(st.comm, buf, count, datatype, root),
-        Route::Plan => {
-            let seq = next_seq(st);
-            run(st, seq, buf, count, datatype, layout, root)
+    let result = match arm {
+        Arm::Library => library_bcast(st.comm, buf, count, datatype, root),
+        Arm::Plan => run(st, buf, count, datatype, layout, root, None),
+        Arm::Unsegmented => {
+            let plan = st.unsegmented_plan(root, class);
+            run(st, buf, count, datatype, layout, root, plan)
         }
     };
     if trial {
         let took = crate::exec::raw::wtime() - t0;
-        if st.selection(root, class).record(route, took) {
+        if st.selection(root, class).record(arm, took) {
             decide(st, root, class)?;
         }
     } else if route == Route::Library && result.is_ok() {
@@ -191,15 +193,23 @@ fn decide(st: &mut CommState, root: u32, class: u8) -> Result<()> {
     crate::exec::raw::allreduce_max(&mine, &mut worst, st.comm)?;
     let sel = st.selection(root, class);
     let calls = sel.trial_calls();
+    let arms = sel.arms();
     let Some(chosen) = sel.decide(worst) else {
         return Ok(()); // within noise: another stage of the trial
     };
+    let settled = sel.settled().is_some();
+    if arms[0] != Arm::Library {
+        st.settle_segments(root, class, chosen);
+    }
     if st.rank == 0 {
         let (lo, hi) = crate::profile::report::class_bytes(class);
         log::info!(
-            "treecast: root {root}, {lo} .. {hi} B: {} (medians over {calls} calls of each, slowest rank: library MPI_Bcast {:.2} us, treecast plan {:.2} us)",
+            "treecast: root {root}, {lo} .. {hi} B: {}{} (medians over {calls} calls of each, slowest rank: {} {:.2} us, {} {:.2} us)",
             chosen.name(),
+            if settled { "" } else { ", now on trial against the library" },
+            arms[0].name(),
             worst[0] * 1e6,
+            arms[1].name(),
             worst[1] * 1e6
         );
     }
@@ -446,20 +456,23 @@ fn participate_without_data(st: &mut CommState, ctx: &CallCtx, root: u32) -> Res
     engine::run_probed(ctx, &plan, class)
 }
 
+/// Broadcast by treecast's plan for the call's (root, size class), or by `plan` (the unsegmented
+/// plan on trial), under the next sequence number.
 unsafe fn run(
     st: &mut CommState,
-    seq: u64,
     buf: *mut c_void,
     count: u64,
     datatype: MPI_Datatype,
     layout: &Layout,
     root: u32,
+    plan: Option<std::sync::Arc<crate::exec::LocalPlan>>,
 ) -> Result<()> {
+    let seq = next_seq(st);
     let class = size_class(layout.bytes);
     if st.size <= 1 {
         return Ok(());
     }
-    let plan = st.plan(root, class);
+    let plan = plan.unwrap_or_else(|| st.plan(root, class));
     let ctx = ctx(st, seq);
     let is_root = st.rank == root;
     // Non-contiguous data travels packed; receivers unpack only intact data.

@@ -19,6 +19,7 @@
 //! | `TREECAST_PROBE_DUMP` | write every probe measurement (host names, each pair's round trips in sets) as JSON to this path, for `treecast infer --replay` and offline study | unset |
 //! | `TREECAST_ROUTE` | `auto`: each (root, size class) on the faster of treecast's plan and the MPI library's `MPI_Bcast` (by prediction, else a timed trial); `plan`: always treecast's plan (full error detection); `library`: always the library where it can serve | `auto` |
 //! | `TREECAST_SEGMENT` | segment size in bytes for pipelined plans (e.g. `128KiB`) | planner's choice |
+//! | `TREECAST_MESSAGE_OVERHEAD_US` | plan with this CPU time per message (us) instead of what the token ring measured at set-up (the profile's route lines say what plans charged): the same plans job after job, however busy the hosts were at set-up; must be the same on every rank. Predictions keep the measured costs | measured |
 //! | `TREECAST_TIMEOUT` | seconds without progress after which a broadcast gives up with an error | unset (wait) |
 //! | `TREECAST_PROFILE` | write a per-call-site profile (JSON) to this path at `MPI_Finalize` | unset |
 //! | `TREECAST_PROFILE_TIMING` | with profiling, `all` times every call; `sample` times an adaptive sample so timing costs at most 0.25% (every call is still counted) | `sample` |
@@ -67,6 +68,9 @@ pub struct Config {
     /// How routes are chosen (`TREECAST_ROUTE`).
     pub route: super::route::RoutePolicy,
     pub segment_bytes: Option<u64>,
+    /// The per-message overhead plans charge, seconds (`TREECAST_MESSAGE_OVERHEAD_US`; `None`:
+    /// measured).
+    pub message_overhead_s: Option<f64>,
     pub timeout_s: Option<f64>,
     pub profile_path: Option<String>,
     pub profile_compare: Option<u64>,
@@ -240,6 +244,15 @@ impl Config {
                     Some(_) => {}
                 }
                 b.map(|b| b.max(crate::plan::pipeline::MIN_SEGMENT_BYTES))
+            }),
+            message_overhead_s: var("TREECAST_MESSAGE_OVERHEAD_US").and_then(|v| match v.trim().parse::<f64>() {
+                Ok(x) if x >= 0.0 && x.is_finite() => Some(x * 1e-6),
+                _ => {
+                    log::warn!(
+                        "TREECAST_MESSAGE_OVERHEAD_US={v:?} is not a number of microseconds (0 or more); using the measured overhead"
+                    );
+                    None
+                }
             }),
             timeout_s: parse_f64("TREECAST_TIMEOUT"),
             profile_path: var("TREECAST_PROFILE"),

@@ -32,6 +32,8 @@ pub struct Planner {
     segment_bytes: Option<u64>,
     /// Per-message overhead measured at start-up (seconds), if any.
     message_overhead_s: Option<f64>,
+    /// The overhead plans charge instead (`TREECAST_MESSAGE_OVERHEAD_US`), if set.
+    planning_overhead_s: Option<f64>,
     /// The local planner of large communicators (made on first use): choices shared by the
     /// roots of one orbit.
     local: std::sync::OnceLock<plan::local::LocalPlanner>,
@@ -41,7 +43,18 @@ pub struct Planner {
     /// Predictions' costs measured at set-up (`None`: `TREECAST_CALIBRATE=0`, or nothing to
     /// measure and no overhead measured either; predictions then use the topology alone).
     calibrated: Option<Calibrated>,
+    /// The (root, size class)es whose calls measured the unsegmented plan faster than the
+    /// planner's segments (`runtime::route`'s trial): planned unsegmented from then on.
+    unsegmented: std::collections::HashMap<(u32, u8), plan::Algorithm>,
 }
+
+/// The unsegmented alternative of a segmented plan is tried against it only where that trial
+/// costs little: its predicted time, over the most calls a trial can give it, at most this
+/// (seconds). On the emulated 3x3 cluster that admits the 16 and 32 KiB size classes
+/// (`hier-pipeline:segs=1` predicted 1.4-2.9 ms at 300 Mbit/s uplinks for their planned 24
+/// and 48 KiB) and keeps out 64 KiB and beyond (5.6 ms and more), where the uplinks' token
+/// buckets no longer refill a call's bytes between calls.
+const UNSEGMENTED_TRIAL_BUDGET_S: f64 = 0.1;
 
 /// What predictions are made with when the job calibrated them (never plans: those keep the
 /// topology as acquired, so calibration cannot change which plan runs).
@@ -132,6 +145,12 @@ impl Planner {
                 crate::exec::raw::wtime() - t0
             ),
         }
+        if let (0, Some(o)) = (rank, cfg.message_overhead_s) {
+            log::info!(
+                "treecast: plans charge {:.1} us per message, as TREECAST_MESSAGE_OVERHEAD_US sets, whatever the token ring read",
+                o * 1e6
+            );
+        }
         if rank == 0 && topology.is_some() && size as usize > cfg.local_plan_above {
             log::info!(
                 "treecast: {size} ranks (more than {}): each rank plans only its own part",
@@ -148,13 +167,16 @@ impl Planner {
             local: std::sync::OnceLock::new(),
             local_above: cfg.local_plan_above,
             calibrated,
+            unsegmented: Default::default(),
+            planning_overhead_s: cfg.message_overhead_s,
         })
     }
 
-    /// The per-message overhead plans are made with (seconds): measured at start-up when the
-    /// communicator spans hosts, else the planner's default.
+    /// The per-message overhead plans are made with (seconds): `TREECAST_MESSAGE_OVERHEAD_US`,
+    /// else measured at start-up when the communicator spans hosts, else the planner's default.
     pub fn message_overhead_s(&self) -> f64 {
-        self.message_overhead_s
+        self.planning_overhead_s
+            .or(self.message_overhead_s)
             .unwrap_or(crate::plan::pipeline::MESSAGE_OVERHEAD_S)
     }
 
@@ -239,6 +261,59 @@ impl Planner {
         })
     }
 
+    /// `algorithm` (a pipelined family of treecast's, as the planner chose it for (root, size
+    /// class)) held to one segment: the same trees, the message whole. `None` unless the
+    /// planner plans this class itself (`auto`: no algorithm or segment size forced; the full
+    /// chooser, with the network's topology) and the plan is unsegmented and valid. Why the
+    /// same family rather than the chooser's best unsegmented plan: the trial then asks one
+    /// question, whether cutting the message pays; and on the emulated 3x3 cluster the
+    /// chooser's best unsegmented schedule (`optimal`) sent two copies over the root's uplink,
+    /// whose token bucket the calls then drained, predicted 2-44% short in 8 jobs, where
+    /// `hier-pipeline:segs=1` (each uplink crossed once) was predicted within 25% in 8 of 8.
+    fn unsegmented_plan(&self, root: u32, class: u8, algorithm: plan::Algorithm) -> Option<Plan> {
+        let t = self.network_topology()?;
+        if self.algorithm.is_some() || self.segment_bytes.is_some() || class == 0 || t.num_ranks() > self.local_above {
+            return None;
+        }
+        algorithm.segments()?;
+        let opts = plan::PlanOptions {
+            algorithm: algorithm.with_segments(1),
+            message_overhead_s: self.message_overhead_s(),
+            ..plan::PlanOptions::default()
+        };
+        let p = plan::plan_broadcast(t, root, class_representative(class), &opts).ok()?;
+        (p.nsegs == 1 && p.validate().is_ok()).then_some(p)
+    }
+
+    /// Rank `me`'s part of the unsegmented plan the route's trial times against `planned`
+    /// (`runtime::route::initial`): when `planned` is segmented, the planner has an
+    /// unsegmented plan for the class, and that plan's predicted time over a trial's calls
+    /// stays within [`UNSEGMENTED_TRIAL_BUDGET_S`].
+    pub fn unsegmented_alternative(&self, me: u32, root: u32, class: u8, planned: &LocalPlan) -> Option<LocalPlan> {
+        if planned.nsegs <= 1 || self.unsegmented.contains_key(&(root, class)) {
+            return None;
+        }
+        let p = self.unsegmented_plan(root, class, planned.algorithm.parse().ok()?)?;
+        let calls = (super::route::TRIAL_MAX_CALLS + 1) as f64;
+        let cheap = p
+            .info
+            .predicted_time_s
+            .is_some_and(|s| s * calls <= UNSEGMENTED_TRIAL_BUDGET_S);
+        cheap.then(|| LocalPlan::from_plan(&p, me))
+    }
+
+    /// The calls of (root, size class) measured the unsegmented plan faster than the planner's
+    /// segments: plan the class unsegmented from now on (runs and predictions alike). Every
+    /// rank takes the same decision at the same call.
+    pub fn settle_unsegmented(&mut self, root: u32, class: u8, algorithm: &str) {
+        match algorithm.parse() {
+            Ok(a) => {
+                self.unsegmented.insert((root, class), a);
+            }
+            Err(e) => log::error!("treecast: unsegmented plan {algorithm} not kept ({e})"),
+        }
+    }
+
     /// Whether the topology describes a network of two hosts or more.
     pub fn has_network(&self) -> bool {
         self.network_topology().is_some()
@@ -286,7 +361,12 @@ impl Planner {
         let ring = self.message_overhead_s.is_some();
         Some(crate::profile::report::MessageOverheadReport {
             planning_s: self.message_overhead_s(),
-            planning_source: if ring { "token ring" } else { "default" }.into(),
+            planning_source: match (self.planning_overhead_s, ring) {
+                (Some(_), _) => "TREECAST_MESSAGE_OVERHEAD_US",
+                (None, true) => "token ring",
+                (None, false) => "default",
+            }
+            .into(),
             prediction_s: self.calibrated.as_ref().map(|c| c.overhead_s),
             prediction_wake_s: self.calibrated.as_ref().filter(|_| ring).map(|c| c.wake_s),
             prediction_source: if ring { "token ring" } else { "send burst" }.into(),
@@ -331,6 +411,11 @@ impl Planner {
         let n = self.nranks;
         if n <= 1 {
             return Plan::empty(n, root, "none");
+        }
+        if let Some(&a) = self.unsegmented.get(&(root, class)) {
+            if let Some(p) = self.unsegmented_plan(root, class, a) {
+                return p;
+            }
         }
         if class == 0 {
             // An empty broadcast still visits every rank (empty messages down a binomial tree),
@@ -880,9 +965,11 @@ mod tests {
             algorithm: None,
             segment_bytes: None,
             message_overhead_s: None,
+            planning_overhead_s: None,
             local: Default::default(),
             local_above: crate::plan::local::FULL_CHOOSER_MAX_RANKS,
             calibrated: None,
+            unsegmented: Default::default(),
         }
     }
 

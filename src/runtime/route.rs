@@ -19,6 +19,14 @@
 //! trial early; otherwise it runs to [`TRIAL_MAX_CALLS`] calls each, and then the plan wins
 //! only by a margin: within noise, the library. `TREECAST_ROUTE` forces one route.
 //!
+//! **Segments.** Where the plan is segmented and the planner has an unsegmented plan for the
+//! class that a trial can afford, the two plans are first timed against each other in the same
+//! way (the planner's plan keeps the class unless the unsegmented one wins by the margin); the
+//! winner is the class's plan from then on, for its calls and for the profile's predictions,
+//! and is tried against the library as above unless it was predicted to win clearly. Why: the
+//! segment count rests on what the set-up measures least well (how fast the uplinks pass a
+//! short burst, what each extra message costs on a busy host).
+//!
 //! **Semantics.** Results are the same either way. Error detection differs: treecast's route
 //! finds a rank whose count disagrees with the root's and turns it into `MPI_ERR_TRUNCATE` there
 //! and an error downstream, without hanging; on the library route erroneous calls behave as
@@ -126,17 +134,70 @@ pub const LIBRARY_MAX_CLASS: u8 = 31;
 /// wins without a trial.
 const CLEAR_WIN: f64 = 0.5;
 
+/// What a call runs while the route of its (root, size class) is being chosen: the library's
+/// broadcast, the planner's plan, or the planner's best unsegmented plan. The last is tried only
+/// against the planner's segmented plan, before the library is (see [`initial`]); after that
+/// trial the planner plans the class with its winner, so a settled route is one of [`Route`]'s.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Arm {
+    Library,
+    Plan,
+    Unsegmented,
+}
+
+impl Arm {
+    /// The route a call of this arm takes.
+    pub fn route(self) -> Route {
+        match self {
+            Arm::Library => Route::Library,
+            Arm::Plan | Arm::Unsegmented => Route::Plan,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Arm::Library => Route::Library.name(),
+            Arm::Plan => "treecast plan",
+            Arm::Unsegmented => "unsegmented treecast plan",
+        }
+    }
+}
+
 /// The route of one (root, size class): decided, or being tried.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub struct Selection {
     decided: Option<Route>,
+    /// The two arms on trial: the incumbent, then the challenger (which must win by a margin).
+    arms: [Arm; 2],
+    /// After a trial of the planner's segments against the unsegmented plan, whether the
+    /// winner is then tried against the library (no clear win predicted over it).
+    then_library: bool,
     calls: u32,
-    library_s: Vec<f64>,
-    plan_s: Vec<f64>,
+    /// Timed calls of each arm.
+    times_s: [Vec<f64>; 2],
     /// Why the route is what it is (for the log and the profile).
     reason: &'static str,
-    /// After a trial: the slowest rank's median times `[library, plan]` that decided it.
+    /// After a trial against the library: the slowest rank's median times `[library, plan]`
+    /// that decided it.
     trial_s: Option<[f64; 2]>,
+    /// After a trial of the planner's segments: the slowest rank's median times
+    /// `[segmented, unsegmented]`.
+    segments_trial_s: Option<[f64; 2]>,
+}
+
+impl Default for Selection {
+    fn default() -> Selection {
+        Selection {
+            decided: None,
+            arms: [Arm::Library, Arm::Plan],
+            then_library: false,
+            calls: 0,
+            times_s: [Vec::new(), Vec::new()],
+            reason: "",
+            trial_s: None,
+            segments_trial_s: None,
+        }
+    }
 }
 
 impl Selection {
@@ -148,9 +209,21 @@ impl Selection {
         }
     }
 
+    /// A trial of the library against the plan.
     pub fn trial() -> Selection {
         Selection {
             reason: "on trial",
+            ..Selection::default()
+        }
+    }
+
+    /// A trial of the planner's segmented plan against its unsegmented one; then, if
+    /// `then_library`, of the winner against the library.
+    pub fn segments_trial(then_library: bool) -> Selection {
+        Selection {
+            arms: [Arm::Plan, Arm::Unsegmented],
+            then_library,
+            reason: "on trial: segmented against unsegmented",
             ..Selection::default()
         }
     }
@@ -165,77 +238,107 @@ impl Selection {
         self.trial_s
     }
 
+    /// The slowest rank's median times `[segmented, unsegmented]` (seconds) of a completed
+    /// trial of the planner's segments.
+    pub fn segments_trial_s(&self) -> Option<[f64; 2]> {
+        self.segments_trial_s
+    }
+
     /// The route settled on, if any.
     pub fn settled(&self) -> Option<Route> {
         self.decided
     }
 
-    /// The route of the next call: the decision, else the trial's order, library, plan, plan,
-    /// library, library, plan, ... (a program that alternates between two kinds of work, or a
-    /// benchmark that rotates what runs before each call, would favour one route of a strict
-    /// alternation).
-    pub fn next(&self) -> Route {
-        self.decided.unwrap_or(if self.calls.div_ceil(2).is_multiple_of(2) {
-            Route::Library
-        } else {
-            Route::Plan
-        })
+    /// The arm of the next call: the decision, else the trial's order, incumbent, challenger,
+    /// challenger, incumbent, incumbent, challenger, ... (a program that alternates between
+    /// two kinds of work, or a benchmark that rotates what runs before each call, would favour
+    /// one arm of a strict alternation).
+    pub fn next(&self) -> Arm {
+        match self.decided {
+            Some(Route::Library) => Arm::Library,
+            Some(Route::Plan) => Arm::Plan,
+            None => self.arms[usize::from(!self.calls.div_ceil(2).is_multiple_of(2))],
+        }
     }
 
-    /// Record a trial call's time on this rank (seconds); the first call of each route is not
+    /// Record a trial call's time on this rank (seconds); the first call of each arm is not
     /// timed (it may set up connections). Returns true when a stage of the trial is complete
     /// and a decision is due (on every rank at the same call: it depends on the count of calls
     /// only).
-    pub fn record(&mut self, route: Route, seconds: f64) -> bool {
+    pub fn record(&mut self, arm: Arm, seconds: f64) -> bool {
         if self.decided.is_some() {
             return false;
         }
         self.calls += 1;
         if self.calls <= 2 {
-            return false; // the first library call and the first plan call
+            return false; // the first call of each arm
         }
-        match route {
-            Route::Library => self.library_s.push(seconds),
-            Route::Plan => self.plan_s.push(seconds),
-        }
-        let n = self.library_s.len();
-        n == self.plan_s.len() && n.is_multiple_of(TRIAL_CALLS)
+        let i = usize::from(arm == self.arms[1]);
+        self.times_s[i].push(seconds);
+        let n = self.times_s[0].len();
+        n == self.times_s[1].len() && n.is_multiple_of(TRIAL_CALLS)
     }
 
-    /// Timed calls of each route so far.
+    /// Timed calls of each arm so far.
     pub fn trial_calls(&self) -> usize {
-        self.library_s.len().min(self.plan_s.len())
+        self.times_s[0].len().min(self.times_s[1].len())
     }
 
-    /// This rank's median time of each route: `[library, plan]`.
+    /// The two arms of the trial under way: incumbent, challenger.
+    pub fn arms(&self) -> [Arm; 2] {
+        self.arms
+    }
+
+    /// This rank's median time of each arm: `[incumbent, challenger]`.
     pub fn medians(&self) -> [f64; 2] {
-        [median(&self.library_s), median(&self.plan_s)]
+        [median(&self.times_s[0]), median(&self.times_s[1])]
     }
 
-    /// Decide from the slowest rank's medians (`[library, plan]`, identical on every rank), or
-    /// go on with the trial (`None`):
-    /// - the plan at least [`TRIAL_CLEAR_LOSS`] times the library's time: the library;
-    /// - the plan at most [`TRIAL_CLEAR`] of the library's time: the plan;
+    /// Decide a stage from the slowest rank's medians (`[incumbent, challenger]`, identical on
+    /// every rank); the winning arm, or `None` to go on with the trial:
+    /// - the challenger at least [`TRIAL_CLEAR_LOSS`] times the incumbent's time: the
+    ///   incumbent;
+    /// - the challenger at most [`TRIAL_CLEAR`] of it: the challenger;
     /// - in between, another stage of [`TRIAL_CALLS`] calls each, up to [`TRIAL_MAX_CALLS`];
-    ///   then the plan only at [`TRIAL_MARGIN`] of the library's time or less (on a tie the
-    ///   library: it keeps MPI's error semantics).
-    pub fn decide(&mut self, worst: [f64; 2]) -> Option<Route> {
+    ///   then the challenger only at [`TRIAL_MARGIN`] of the incumbent's time or less (on a
+    ///   tie the library, which keeps MPI's error semantics, or the planner's own plan).
+    ///
+    /// A trial of the planner's segments that is to go on against the library starts that
+    /// trial (the winner as the plan: the caller makes the planner plan the class with it);
+    /// otherwise the route is settled.
+    pub fn decide(&mut self, worst: [f64; 2]) -> Option<Arm> {
         let ratio = worst[1] / worst[0];
-        let r = if ratio.is_nan() || ratio >= TRIAL_CLEAR_LOSS {
-            Route::Library
+        let won = if ratio.is_nan() || ratio >= TRIAL_CLEAR_LOSS {
+            self.arms[0]
         } else if ratio <= TRIAL_CLEAR {
-            Route::Plan
+            self.arms[1]
         } else if self.trial_calls() < TRIAL_MAX_CALLS {
             return None;
         } else if ratio <= TRIAL_MARGIN {
-            Route::Plan
+            self.arms[1]
         } else {
-            Route::Library
+            self.arms[0]
         };
-        self.decided = Some(r);
-        self.trial_s = Some(worst);
-        self.reason = "measured: the faster in a trial of both routes (slowest rank's medians)";
-        Some(r)
+        if self.arms[0] == Arm::Library {
+            self.trial_s = Some(worst);
+            self.reason = "measured: the faster in a trial of both routes (slowest rank's medians)";
+        } else {
+            self.segments_trial_s = Some(worst);
+            self.reason = if won == Arm::Unsegmented {
+                "plan predicted at most half the library's time; unsegmented: faster in a trial"
+            } else {
+                "plan predicted at most half the library's time; its segments: not slower in a trial"
+            };
+            if self.then_library {
+                // The winner is the plan from now on: try it against the library.
+                let segments_trial_s = self.segments_trial_s;
+                *self = Selection::trial();
+                self.segments_trial_s = segments_trial_s;
+                return Some(won);
+            }
+        }
+        self.decided = Some(won.route());
+        Some(won)
     }
 }
 
@@ -270,12 +373,23 @@ pub fn library_for_every_root(policy: RoutePolicy, forced_algorithm: bool, netwo
 ///   bound): the plan, even one of the MPI libraries' algorithms (`mpi:...`);
 /// - another plan that is one of those algorithms: the library;
 /// - otherwise a trial.
+///
+/// `unsegmented`: the plan is segmented and the planner has an unsegmented one for the class
+/// (`Planner::unsegmented_alternative`). Where the plan would then win at once or go on trial,
+/// the two plans are first tried against each other: the segment count rests on what the
+/// set-up measures least well, how fast the uplinks pass a short burst and what each extra
+/// message costs on a busy host. On the emulated 3x3 cluster (token-bucket uplinks) the planner
+/// split 16 KiB into 2 or 4 segments on the uplinks' sustained rate, and the unsegmented plan
+/// ran faster in 6 of 8 jobs (medians 269 against 442 us, 2026-11-29). With this trial the
+/// unsegmented plan won it in 8 of 8 jobs, and 16 KiB ran 230-254 us against 323-601 us for
+/// the code before, in jobs alternating with it.
 pub fn initial(
     policy: RoutePolicy,
     class: u8,
     forced_algorithm: bool,
     network: bool,
     plan: Option<&LocalPlan>,
+    unsegmented: bool,
 ) -> Selection {
     if class > LIBRARY_MAX_CLASS {
         return Selection::decided(Route::Plan, "beyond the library's int count");
@@ -306,10 +420,11 @@ pub fn initial(
     if plan.algorithm.starts_with("mpi:") && !clear_win {
         return Selection::decided(Route::Library, "the best plan is an MPI library's algorithm");
     }
-    if clear_win {
-        Selection::decided(Route::Plan, "plan predicted at most half the library's time")
-    } else {
-        Selection::trial()
+    match (clear_win, unsegmented) {
+        (true, false) => Selection::decided(Route::Plan, "plan predicted at most half the library's time"),
+        (true, true) => Selection::segments_trial(false),
+        (false, true) => Selection::segments_trial(true),
+        (false, false) => Selection::trial(),
     }
 }
 
@@ -334,7 +449,7 @@ mod tests {
         let p = plan("hier-pipeline", Some(0.1), Some(0.6));
         let close = plan("hier-pipeline", Some(0.1), Some(0.15));
         assert_eq!(
-            initial(RoutePolicy::Auto, 10, false, false, Some(&p)).settled(),
+            initial(RoutePolicy::Auto, 10, false, false, Some(&p), false).settled(),
             Some(Route::Library)
         );
         assert_eq!(
@@ -343,7 +458,8 @@ mod tests {
                 10,
                 false,
                 true,
-                Some(&plan("mpi:binomial", Some(1.0), Some(1.0)))
+                Some(&plan("mpi:binomial", Some(1.0), Some(1.0))),
+                false
             )
             .settled(),
             Some(Route::Library)
@@ -355,34 +471,35 @@ mod tests {
                 22,
                 false,
                 true,
-                Some(&plan("mpi:pipeline:seg=131072", Some(0.21), Some(0.66)))
+                Some(&plan("mpi:pipeline:seg=131072", Some(0.21), Some(0.66))),
+                false
             )
             .settled(),
             Some(Route::Plan)
         );
         assert_eq!(
-            initial(RoutePolicy::Auto, 22, false, true, Some(&p)).settled(),
+            initial(RoutePolicy::Auto, 22, false, true, Some(&p), false).settled(),
             Some(Route::Plan)
         );
         assert_eq!(
-            initial(RoutePolicy::Auto, 22, false, true, Some(&close)).settled(),
+            initial(RoutePolicy::Auto, 22, false, true, Some(&close), false).settled(),
             None
         );
         assert_eq!(
-            initial(RoutePolicy::Auto, 10, true, false, Some(&p)).settled(),
+            initial(RoutePolicy::Auto, 10, true, false, Some(&p), false).settled(),
             Some(Route::Plan)
         );
         assert_eq!(
-            initial(RoutePolicy::Plan, 3, false, false, None).settled(),
+            initial(RoutePolicy::Plan, 3, false, false, None, false).settled(),
             Some(Route::Plan)
         );
         assert_eq!(
-            initial(RoutePolicy::Library, 3, false, true, Some(&p)).settled(),
+            initial(RoutePolicy::Library, 3, false, true, Some(&p), false).settled(),
             Some(Route::Library)
         );
         // Beyond an int count the library cannot serve, whatever the policy.
         assert_eq!(
-            initial(RoutePolicy::Library, 32, false, false, None).settled(),
+            initial(RoutePolicy::Library, 32, false, false, None, false).settled(),
             Some(Route::Plan)
         );
     }
@@ -394,11 +511,11 @@ mod tests {
         let mut order = String::new();
         for k in 0..2 * TRIAL_CALLS + 2 {
             let r = s.next();
-            order.push(if r == Route::Library { 'L' } else { 'P' });
+            order.push(if r == Arm::Library { 'L' } else { 'P' });
             // The first call of each route sets up connections: slow, and not counted.
             let t = if k < 2 {
                 1.0
-            } else if r == Route::Library {
+            } else if r == Arm::Library {
                 2e-6
             } else {
                 1e-6
@@ -410,12 +527,12 @@ mod tests {
         assert!(due);
         assert_eq!(s.medians(), [2e-6, 1e-6]);
         // This rank saw the plan faster, but the slowest rank did not: the worst decides.
-        assert_eq!(s.decide([2e-6, 3e-6]), Some(Route::Library));
-        assert_eq!(s.next(), Route::Library);
-        assert!(!s.record(Route::Library, 1.0), "no trial after the decision");
+        assert_eq!(s.decide([2e-6, 3e-6]), Some(Arm::Library));
+        assert_eq!(s.next(), Arm::Library);
+        assert!(!s.record(Arm::Library, 1.0), "no trial after the decision");
         // Clearly faster: the plan at once.
         let mut c = Selection::trial();
-        assert_eq!(c.decide([1e-6, 0.45e-6]), Some(Route::Plan));
+        assert_eq!(c.decide([1e-6, 0.45e-6]), Some(Arm::Plan));
     }
 
     /// Run stages of a trial whose slowest-rank medians are always `worst`; the decision and
@@ -429,7 +546,7 @@ mod tests {
                 due = s.record(r, 1e-6);
             }
             if let Some(r) = s.decide(worst) {
-                return (r, s.trial_calls());
+                return (r.route(), s.trial_calls());
             }
             assert!(s.settled().is_none());
         }
@@ -449,5 +566,88 @@ mod tests {
         // Clearly slower or clearly faster: decided after the first stage.
         assert_eq!(staged([1e-6, 1.5e-6]), (Route::Library, TRIAL_CALLS));
         assert_eq!(staged([1e-6, 0.5e-6]), (Route::Plan, TRIAL_CALLS));
+    }
+
+    /// Run calls of a trial until a stage is due; the arms in the order they ran.
+    fn stage(s: &mut Selection) -> Vec<Arm> {
+        let mut ran = Vec::new();
+        loop {
+            let a = s.next();
+            ran.push(a);
+            if s.record(a, 1e-6) {
+                return ran;
+            }
+        }
+    }
+
+    #[test]
+    fn a_segmented_plan_is_first_tried_against_the_unsegmented_one() {
+        let clear = plan("hier-pipeline:segs=4", Some(0.1), Some(0.6));
+        // Without an unsegmented alternative a clear win needs no trial.
+        assert_eq!(
+            initial(RoutePolicy::Auto, 14, false, true, Some(&clear), false).settled(),
+            Some(Route::Plan)
+        );
+        // With one, the two plans are timed, alternating in pairs; the library is not tried.
+        let mut s = initial(RoutePolicy::Auto, 14, false, true, Some(&clear), true);
+        assert_eq!(s.settled(), None);
+        assert_eq!(s.arms(), [Arm::Plan, Arm::Unsegmented]);
+        let ran = stage(&mut s);
+        assert_eq!(
+            &ran[..6],
+            &[
+                Arm::Plan,
+                Arm::Unsegmented,
+                Arm::Unsegmented,
+                Arm::Plan,
+                Arm::Plan,
+                Arm::Unsegmented
+            ]
+        );
+        assert!(!ran.contains(&Arm::Library));
+        assert_eq!(s.decide([1e-3, 0.4e-3]), Some(Arm::Unsegmented));
+        assert_eq!(s.settled(), Some(Route::Plan));
+        assert_eq!(s.next(), Arm::Plan, "settled: the class is planned with the winner");
+        assert_eq!(s.segments_trial_s(), Some([1e-3, 0.4e-3]));
+        assert_eq!(s.trial_s(), None);
+        // Within noise after every stage: the planner's segments keep the class.
+        let mut s = initial(RoutePolicy::Auto, 14, false, true, Some(&clear), true);
+        let decided = loop {
+            stage(&mut s);
+            if let Some(a) = s.decide([1e-3, 0.97e-3]) {
+                break a;
+            }
+        };
+        assert_eq!((decided, s.trial_calls()), (Arm::Plan, TRIAL_MAX_CALLS));
+
+        // A plan not predicted to win clearly: the winner of the segments' trial is then tried
+        // against the library, in a trial of its own.
+        let close = plan("hier-pipeline:segs=4", Some(0.1), Some(0.15));
+        let mut s = initial(RoutePolicy::Auto, 14, false, true, Some(&close), true);
+        stage(&mut s);
+        assert_eq!(s.decide([1e-3, 1.6e-3]), Some(Arm::Plan));
+        assert_eq!(s.settled(), None);
+        assert_eq!(s.arms(), [Arm::Library, Arm::Plan]);
+        assert_eq!(s.trial_calls(), 0);
+        let ran = stage(&mut s);
+        assert_eq!(ran[0], Arm::Library);
+        assert!(!ran.contains(&Arm::Unsegmented));
+        assert_eq!(s.decide([1e-3, 2e-3]), Some(Arm::Library));
+        assert_eq!(s.settled(), Some(Route::Library));
+        assert_eq!(s.segments_trial_s(), Some([1e-3, 1.6e-3]));
+        assert_eq!(s.trial_s(), Some([1e-3, 2e-3]));
+        // An MPI library's algorithm not predicted to win clearly: the library, untried.
+        assert_eq!(
+            initial(
+                RoutePolicy::Auto,
+                14,
+                false,
+                true,
+                Some(&plan("mpi:pipeline", Some(0.1), Some(0.15))),
+                true
+            )
+            .settled(),
+            Some(Route::Library)
+        );
     }
 }

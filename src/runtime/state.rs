@@ -50,6 +50,9 @@ pub struct CommState {
     pub codec: TagCodec,
     pub planner: Planner,
     plans: PlanCache<LocalPlan>,
+    /// This rank's part of the unsegmented plan of each (root, size class) whose route's trial
+    /// times it against the planner's segments (`route::Arm::Unsegmented`), until decided.
+    unsegmented_plans: FastMap<(u32, u8), Arc<LocalPlan>>,
     /// Set when the finalize hook released MPI resources; the state is then inert.
     released: bool,
     pub config: &'static Config,
@@ -98,6 +101,11 @@ impl<V> PlanCache<V> {
         v
     }
 
+    /// Forget the value for `key` (it is made again on its next use).
+    fn remove(&mut self, key: &(u32, u8)) {
+        self.entries.remove(key);
+    }
+
     /// The cached value for `key`, if any, without counting it as a use.
     fn peek(&self, key: &(u32, u8)) -> Option<&Arc<V>> {
         self.entries.get(key).map(|e| &e.0)
@@ -138,7 +146,22 @@ impl CommState {
             let forced = self.planner.forced_algorithm();
             let needs_plan = network && !forced && self.config.route == RoutePolicy::Auto && class <= LIBRARY_MAX_CLASS;
             let plan = needs_plan.then(|| self.plan(root, class));
-            let sel = initial(self.config.route, class, forced, network, plan.as_deref());
+            let unsegmented = plan
+                .as_deref()
+                .and_then(|p| self.planner.unsegmented_alternative(self.rank, root, class, p));
+            let sel = initial(
+                self.config.route,
+                class,
+                forced,
+                network,
+                plan.as_deref(),
+                unsegmented.is_some(),
+            );
+            if let (Some(u), None) = (unsegmented, sel.settled()) {
+                if sel.arms().contains(&super::route::Arm::Unsegmented) {
+                    self.unsegmented_plans.insert((root, class), Arc::new(u));
+                }
+            }
             self.routes.insert((root, class), sel);
         }
         self.routes.get_mut(&(root, class)).expect("just inserted")
@@ -177,6 +200,23 @@ impl CommState {
         let (planner, rank) = (&self.planner, self.rank);
         self.plans
             .get_or_insert_with((root, class), || planner.local_plan(rank, root, class))
+    }
+
+    /// This rank's part of the unsegmented plan on trial for (root, size class), if any.
+    pub fn unsegmented_plan(&self, root: u32, class: u8) -> Option<Arc<LocalPlan>> {
+        self.unsegmented_plans.get(&(root, class)).cloned()
+    }
+
+    /// The trial of the planner's segments for (root, size class) chose `won`: with the
+    /// unsegmented plan, the planner plans the class unsegmented from now on (runs and
+    /// predictions alike) and the cached plan is made again.
+    pub fn settle_segments(&mut self, root: u32, class: u8, won: super::route::Arm) {
+        if let Some(u) = self.unsegmented_plans.remove(&(root, class)) {
+            if won == super::route::Arm::Unsegmented {
+                self.planner.settle_unsegmented(root, class, &u.algorithm);
+                self.plans.remove(&(root, class));
+            }
+        }
     }
 
     /// Number of cached plans (for tests of boundedness).
@@ -429,6 +469,7 @@ unsafe fn create(user: MPI_Comm) -> Result<CommState> {
         codec,
         planner,
         plans: PlanCache::new(PLAN_CACHE_LIMIT),
+        unsegmented_plans: FastMap::default(),
         released: false,
         config: cfg,
         scratch: Default::default(),
@@ -593,6 +634,8 @@ impl crate::profile::ProfiledComm for CommState {
                     reason: sel.reason().to_string(),
                     library_us: trial.map(|t| t[0] * 1e6),
                     plan_us: trial.map(|t| t[1] * 1e6),
+                    segmented_us: sel.segments_trial_s().map(|t| t[0] * 1e6),
+                    unsegmented_us: sel.segments_trial_s().map(|t| t[1] * 1e6),
                     algorithm,
                 }
             })
