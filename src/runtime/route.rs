@@ -32,7 +32,12 @@
 //! and an error downstream, without hanging; on the library route erroneous calls behave as
 //! they do with `MPI_Bcast` itself. `TREECAST_ROUTE=plan` keeps every call on the checked route.
 //! Every rank must choose the same route for a call, which holds when all pass the same root
-//! and message size (as `MPI_Bcast` requires).
+//! and message size (as `MPI_Bcast` requires). A rank whose size falls in another class keeps
+//! its own trial's count, so while either class is on trial it may take another arm than the
+//! root (the library, or the other of two plans whose segments differ): there an erroneous
+//! call can wait as it would in `MPI_Bcast` (on a plan, `TREECAST_TIMEOUT` ends the wait with
+//! an error).
+//! `TREECAST_ROUTE=plan` has no trials and keeps the checked route for every call.
 
 use crate::exec::LocalPlan;
 
