@@ -107,6 +107,15 @@ pub fn parse_bytes(s: &str) -> Option<u64> {
 
 /// `0`/`false`/`off`/`no` turn a switch off, `1`/`true`/`on`/`yes` on; anything else is
 /// reported and leaves it on (the default of every switch read with it).
+/// A time given in microseconds (finite, 0 or more), in seconds.
+fn parse_microseconds(v: &str) -> Option<f64> {
+    v.trim()
+        .parse::<f64>()
+        .ok()
+        .filter(|x| x.is_finite() && *x >= 0.0)
+        .map(|x| x * 1e-6)
+}
+
 fn parse_switch(name: &str, v: &str) -> bool {
     match v.trim().to_ascii_lowercase().as_str() {
         "0" | "false" | "off" | "no" => false,
@@ -245,14 +254,14 @@ impl Config {
                 }
                 b.map(|b| b.max(crate::plan::pipeline::MIN_SEGMENT_BYTES))
             }),
-            message_overhead_s: var("TREECAST_MESSAGE_OVERHEAD_US").and_then(|v| match v.trim().parse::<f64>() {
-                Ok(x) if x >= 0.0 && x.is_finite() => Some(x * 1e-6),
-                _ => {
+            message_overhead_s: var("TREECAST_MESSAGE_OVERHEAD_US").and_then(|v| {
+                let o = parse_microseconds(&v);
+                if o.is_none() {
                     log::warn!(
                         "TREECAST_MESSAGE_OVERHEAD_US={v:?} is not a number of microseconds (0 or more); using the measured overhead"
                     );
-                    None
                 }
+                o
             }),
             timeout_s: parse_f64("TREECAST_TIMEOUT"),
             profile_path: var("TREECAST_PROFILE"),
@@ -321,6 +330,17 @@ mod tests {
         assert_eq!(parse_bytes("5TiB"), Some(5 << 40));
         assert_eq!(parse_bytes("5XiB"), None);
         assert_eq!(parse_bytes(""), None);
+    }
+
+    #[test]
+    fn microseconds() {
+        let near = |v: &str, want: f64| parse_microseconds(v).is_some_and(|x| (x - want).abs() < 1e-15);
+        assert!(near("20", 20e-6));
+        assert!(near(" 2.5 ", 2.5e-6));
+        assert_eq!(parse_microseconds("0"), Some(0.0));
+        for bad in ["", "-1", "abc", "inf", "NaN", "20us"] {
+            assert_eq!(parse_microseconds(bad), None, "{bad:?}");
+        }
     }
 
     #[test]
