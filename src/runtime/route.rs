@@ -161,8 +161,7 @@ impl Arm {
 
     pub fn name(self) -> &'static str {
         match self {
-            Arm::Library => Route::Library.name(),
-            Arm::Plan => "treecast plan",
+            Arm::Library | Arm::Plan => self.route().name(),
             Arm::Unsegmented => "unsegmented treecast plan",
         }
     }

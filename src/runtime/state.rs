@@ -157,10 +157,9 @@ impl CommState {
                 plan.as_deref(),
                 unsegmented.is_some(),
             );
-            if let (Some(u), None) = (unsegmented, sel.settled()) {
-                if sel.arms().contains(&super::route::Arm::Unsegmented) {
-                    self.unsegmented_plans.insert((root, class), Arc::new(u));
-                }
+            // Kept only while a trial times it (not where the route was settled without one).
+            if let Some(u) = unsegmented.filter(|_| sel.arms()[1] == super::route::Arm::Unsegmented) {
+                self.unsegmented_plans.insert((root, class), Arc::new(u));
             }
             self.routes.insert((root, class), sel);
         }
