@@ -117,13 +117,21 @@ fn per_rank_line(by_rank: &[(Vec<f64>, Vec<f64>)]) -> String {
 /// two of them with no other of them between, the first entries' distance divided by the
 /// calls between them by sequence number (a call of another class or site in between counts
 /// as one of the train), and, where the two are consecutive calls, the time from the last
-/// rank leaving the first to the first rank entering the second (0 when they overlap); the
-/// medians. What a link's token bucket refills in (`estimate::bucket`). `None` with fewer than
+/// rank leaving the first to the first rank entering the second (0 when they overlap); and
+/// over every call whose root timed it, from its first rank entering to its root entering;
+/// the medians. What a link's token bucket refills in (`estimate::bucket`). `None` with fewer than
 /// two calls; the gap is 0 without two consecutive ones.
 pub fn call_train<'a>(calls: impl IntoIterator<Item = &'a AlignedCall>) -> Option<CallTrain> {
     let mut v: Vec<&AlignedCall> = calls.into_iter().collect();
     v.sort_by_key(|c| c.seq);
     let (mut periods, mut gaps) = (Vec::new(), Vec::new());
+    let leads: Vec<f64> = v
+        .iter()
+        .filter_map(|c| {
+            let root = c.ranks.iter().find(|r| r.0 == c.root)?.1 - c.first_enter();
+            root.is_finite().then_some(root.max(0.0))
+        })
+        .collect();
     for w in v.windows(2) {
         let (a, b) = (w[0], w[1]);
         if b.seq <= a.seq {
@@ -144,6 +152,7 @@ pub fn call_train<'a>(calls: impl IntoIterator<Item = &'a AlignedCall>) -> Optio
     Some(CallTrain {
         period_s: median(&periods),
         gap_s: if gaps.is_empty() { 0.0 } else { median(&gaps) },
+        lead_s: if leads.is_empty() { 0.0 } else { median(&leads) },
     })
 }
 
@@ -227,6 +236,8 @@ mod tests {
         assert!((t.gap_s - (1e-3 - 5e-6)).abs() < 1e-12, "{t:?}");
         assert_eq!(call_train(&calls[..1]), None);
         assert_eq!(call_train([at(3, 0.0), at(3, 0.0)].iter()), None);
+        // The root (rank 0) enters 1 us after rank 1 in each.
+        assert!((t.lead_s - 1e-6).abs() < 1e-12, "{t:?}");
         // Overlapping calls: no gap.
         let overlap = [at(1, 0.0), at(2, 2e-6)];
         assert_eq!(call_train(&overlap).unwrap().gap_s, 0.0);

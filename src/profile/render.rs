@@ -144,12 +144,18 @@ fn paced_notes(rows: &[ErrRow<'_>]) -> String {
         if !(lo > 0.0 && hi > 1.25 * lo) {
             continue;
         }
+        let how = match pc.self_paced {
+            true => {
+                "predicted for calls that follow each other as fast as they run, each bucket \
+                     holding what it refills while its link is idle"
+            }
+            false => "predicted between the two by how near the refill comes to the use",
+        };
         let _ = writeln!(
             out,
             "  note: uncertain: {label}: its calls come about as fast as {} carry them at the \
              sustained rate, so whether the token buckets refill between calls decides their \
-             time: {} us with them full, {} us refilled only between calls (predicted between \
-             the two by how near the refill comes to the use, halfway where they balance)",
+             time: {} us with them full, {} us refilled only between calls ({how})",
             pc.links.join(", "),
             us(pc.full_s),
             us(pc.drained_s)
@@ -1860,6 +1866,7 @@ mod tests {
             links: vec!["sw0 -> core".into(), "core -> sw1".into()],
             full_s: 1.1e-3,
             drained_s: 1.6e-3,
+            self_paced: false,
         });
         let t = text(&r);
         assert!(
@@ -1870,6 +1877,9 @@ mod tests {
             t.contains("1100.00 us with them full, 1600.00 us refilled only between calls (predicted between the two"),
             "{t}"
         );
+        let class = &mut r.communicators[0].sites[0].size_classes[1];
+        class.predicted.as_mut().unwrap().paced.as_mut().unwrap().self_paced = true;
+        assert!(text(&r).contains("(predicted for calls that follow each other as fast as they run"));
         let class = &mut r.communicators[0].sites[0].size_classes[1];
         class.predicted.as_mut().unwrap().paced.as_mut().unwrap().drained_s = 1.3e-3;
         assert!(!text(&r).contains("uncertain:"), "{}", text(&r));

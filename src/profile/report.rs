@@ -227,8 +227,9 @@ pub struct Predicted {
     /// Where the class's calls come about as fast as a token-bucketed link carries their
     /// bytes (`estimate::bucket::paced`): whether the bucket refills between calls decides
     /// their time, and the medians the prediction rests on cannot tell (`rank_median_s` and
-    /// `completion_s` lie between these two cases, `estimate::bucket::drained_weight` of the
-    /// way from full to drained). `None` elsewhere.
+    /// `completion_s` lie between these two cases: at the levels the calls' own pace leaves
+    /// where the links set it, else `estimate::bucket::drained_weight` of the way from full
+    /// to drained). `None` elsewhere.
     #[serde(default)]
     pub paced: Option<PacedReport>,
 }
@@ -242,6 +243,11 @@ pub struct PacedReport {
     /// refilled only by the gap between calls.
     pub full_s: f64,
     pub drained_s: f64,
+    /// Whether the links set the calls' pace (`estimate::bucket::balanced`), so the prediction
+    /// took each bucket's level from the pace the model gives the calls
+    /// (`estimate::bucket::self_paced_levels`) rather than between the two times.
+    #[serde(default)]
+    pub self_paced: bool,
 }
 
 impl Predicted {

@@ -608,19 +608,23 @@ impl Planner {
 
     /// The topologies a class's calls of `p` with `bytes` in `train` are predicted on, and how
     /// far between the two to take their times: the one [`Self::bucketed`] gives (weight 0);
-    /// but where the calls stand near pacing a token-bucketed link
-    /// (`estimate::bucket::plan_drained_weight` strictly between 0 and 1), the buckets full and
-    /// drained to the gap's refill, whose times [`Self::times_over`] takes that far apart (half
-    /// way at the balance, where on the emulated 3x3 cluster the median call sat; the bucket's
-    /// level halfway instead put 64 KiB 11-29% short).
+    /// but where a token-bucketed link sets the calls' pace, each bucket at the level that
+    /// pace leaves it ([`Self::self_paced`]); failing that, where the calls stand near pacing
+    /// (`estimate::bucket::plan_drained_weight` strictly between 0 and 1), the buckets full
+    /// and drained to the gap's refill, whose times [`Self::times_over`] takes that far apart.
     fn train_topologies<'a>(
+        &self,
         c: &'a Calibrated,
         p: &Plan,
         bytes: u64,
         train: Option<crate::estimate::bucket::CallTrain>,
+        library_route: bool,
     ) -> Option<(Vec<std::borrow::Cow<'a, crate::topology::Topology>>, f64)> {
         use crate::estimate::bucket::{drained, plan_drained_weight};
         if let Some(t) = train {
+            if let Some(topo) = self.self_paced(c, p, bytes, t, library_route) {
+                return Some((vec![std::borrow::Cow::Owned(topo)], 0.0));
+            }
             let w = plan_drained_weight(&c.topology, p, bytes, &c.buckets, Some(t)).ok()?;
             if w > 0.0 && w < 1.0 {
                 return Some((
@@ -633,6 +637,39 @@ impl Planner {
             }
         }
         Some((vec![Self::bucketed(c, p, bytes, train)?], 0.0))
+    }
+
+    /// Where a bucketed link sets the pace of calls of `p` with `bytes` in `train`
+    /// (`estimate::bucket::balanced`), the calibrated topology with each bucketed link they use
+    /// at the rate its bucket gives them when the calls follow each other as fast as they run:
+    /// `estimate::bucket::self_paced_levels`, simulating a call (all ranks entering together)
+    /// for each round. Why not the level the measured period's refill gives: a period set by
+    /// the link itself refills what the calls use at any level (see there). `None` elsewhere,
+    /// or where a call cannot be timed.
+    fn self_paced(
+        &self,
+        c: &Calibrated,
+        p: &Plan,
+        bytes: u64,
+        train: crate::estimate::bucket::CallTrain,
+        library_route: bool,
+    ) -> Option<crate::topology::Topology> {
+        use crate::estimate::bucket::{balanced, self_paced_levels, used_buckets, with_levels};
+        let used = used_buckets(&c.topology, p, bytes, &c.buckets).ok()?;
+        if !used.iter().any(|u| balanced(&u.at.bucket, u.used, Some(train))) {
+            return None;
+        }
+        let span = |levels: &[f64]| {
+            let topo = with_levels(&c.topology, &used, levels);
+            self.calibrated_times(c, &topo, p, bytes, None, None, library_route)
+                .map(|t| t.completion_s)
+        };
+        let levels = self_paced_levels(&used, train, span)?;
+        log::debug!(
+            "{bytes} B calls from root {} in {train:?} pace their buckets: {levels:.0?} B at each start",
+            p.root
+        );
+        Some(with_levels(&c.topology, &used, &levels))
     }
 
     /// [`Self::calibrated_times`] on each of `topologies` ([`Self::train_topologies`]), taken
@@ -683,7 +720,7 @@ impl Planner {
             return vec![None; enters.len()];
         };
         let (p, forward) = self.modelled_plan(c, root, bytes, library_route);
-        let Some(topologies) = Self::train_topologies(c, &p, bytes, train) else {
+        let Some(topologies) = self.train_topologies(c, &p, bytes, train, library_route) else {
             return vec![None; enters.len()];
         };
         enters
@@ -764,7 +801,7 @@ impl Planner {
             .and_then(|c| {
                 let (pm, forward) = self.modelled_plan(c, root, bytes, library_route);
                 let enter = forward.and_then(|f| f.entries(None, pm.nranks as usize));
-                let topologies = Self::train_topologies(c, &pm, bytes, train)?;
+                let topologies = self.train_topologies(c, &pm, bytes, train, library_route)?;
                 self.times_over(c, &topologies, &pm, bytes, enter.as_deref(), None, library_route)
             })
             .map_or((None, None), |(t, ends)| (Some(t), ends));
@@ -806,7 +843,7 @@ impl Planner {
         train: Option<crate::estimate::bucket::CallTrain>,
         ends: Option<(f64, f64)>,
     ) -> Option<crate::profile::report::PacedReport> {
-        use crate::estimate::bucket::{drained, paced_buckets};
+        use crate::estimate::bucket::{balanced, drained, paced_buckets, used_buckets};
         let c = self.calibrated.as_ref()?;
         let t = train?;
         let paced = paced_buckets(&c.topology, p, bytes, &c.buckets, Some(t)).ok()?;
@@ -822,6 +859,8 @@ impl Planner {
             Some(e) => e,
             None => (median(None)?, median(Some(drained(t)))?),
         };
+        let self_paced = used_buckets(&c.topology, p, bytes, &c.buckets)
+            .is_ok_and(|u| u.iter().any(|u| balanced(&u.at.bucket, u.used, Some(t))));
         Some(crate::profile::report::PacedReport {
             // By bucket index: `link_buckets` drops buckets on unknown links, so its list's
             // indices need not be these.
@@ -831,6 +870,7 @@ impl Planner {
                 .collect(),
             full_s,
             drained_s,
+            self_paced,
         })
     }
 
