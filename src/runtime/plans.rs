@@ -654,9 +654,9 @@ impl Planner {
         train: crate::estimate::bucket::CallTrain,
         library_route: bool,
     ) -> Option<crate::topology::Topology> {
-        use crate::estimate::bucket::{balanced, self_paced_levels, used_buckets, with_levels};
+        use crate::estimate::bucket::{self_paced_levels, sets_the_pace, used_buckets, with_levels};
         let used = used_buckets(&c.topology, p, bytes, &c.buckets).ok()?;
-        if !used.iter().any(|u| balanced(&u.at.bucket, u.used, Some(train))) {
+        if !sets_the_pace(&used, train) {
             return None;
         }
         let span = |levels: &[f64]| {
@@ -843,7 +843,7 @@ impl Planner {
         train: Option<crate::estimate::bucket::CallTrain>,
         ends: Option<(f64, f64)>,
     ) -> Option<crate::profile::report::PacedReport> {
-        use crate::estimate::bucket::{balanced, drained, paced_buckets, used_buckets};
+        use crate::estimate::bucket::{drained, paced_buckets, sets_the_pace, used_buckets};
         let c = self.calibrated.as_ref()?;
         let t = train?;
         let paced = paced_buckets(&c.topology, p, bytes, &c.buckets, Some(t)).ok()?;
@@ -859,8 +859,7 @@ impl Planner {
             Some(e) => e,
             None => (median(None)?, median(Some(drained(t)))?),
         };
-        let self_paced = used_buckets(&c.topology, p, bytes, &c.buckets)
-            .is_ok_and(|u| u.iter().any(|u| balanced(&u.at.bucket, u.used, Some(t))));
+        let self_paced = used_buckets(&c.topology, p, bytes, &c.buckets).is_ok_and(|u| sets_the_pace(&u, t));
         Some(crate::profile::report::PacedReport {
             // By bucket index: `link_buckets` drops buckets on unknown links, so its list's
             // indices need not be these.

@@ -277,6 +277,12 @@ pub fn balanced(b: &TokenBucket, used: f64, train: Option<CallTrain>) -> bool {
     used > 0.0 && (b.sustained_bps * t.period_s - used).abs() <= PACING_BAND * used
 }
 
+/// Whether any of `used`'s links sets the pace of calls in `train` ([`balanced`]): where
+/// [`self_paced_levels`] gives the levels.
+pub fn sets_the_pace(used: &[UsedBucket], train: CallTrain) -> bool {
+    used.iter().any(|u| balanced(&u.at.bucket, u.used, Some(train)))
+}
+
 /// The buckets (indices into `buckets`) whose links calls of `plan` with `bytes` in `train`
 /// use [`paced`].
 pub fn paced_buckets(
@@ -774,6 +780,17 @@ mod tests {
         }
         assert!(!super::balanced(&TBF, u, None));
         assert!(!super::balanced(&TBF, 0.0, train(balanced)));
+        let on = |used: f64| UsedBucket {
+            at: LinkBucket {
+                link: 0,
+                forward: true,
+                bucket: TBF,
+            },
+            used,
+        };
+        let t = train(balanced).unwrap();
+        assert!(super::sets_the_pace(&[on(0.0), on(u)], t));
+        assert!(!super::sets_the_pace(&[on(0.0), on(2.0 * u)], t));
         // Far from it: full (a long period) or drained (calls back to back); no train: full.
         assert!(!paced(&TBF, u, train(1.3 * balanced)));
         assert!(!paced(&TBF, u, train(0.7 * balanced)));
