@@ -583,6 +583,7 @@ fn merge(st: &dyn ProfiledComm, ranks: &[RankWire]) -> CommReport {
         routes: st.routes(),
         shared_cpus,
         link_buckets: st.link_buckets(),
+        send_buffer_bytes: st.send_buffer_bytes(),
         library_timing: setup_timing,
         message_overhead: st.message_overhead(),
     }

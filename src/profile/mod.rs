@@ -304,6 +304,8 @@ pub trait ProfiledComm {
     }
     /// The token buckets predictions charge (found at set-up; empty without).
     fn link_buckets(&self) -> Vec<report::LinkBucketReport>;
+    /// What a sender's transport holds unsent between hosts (found at set-up; `None` without).
+    fn send_buffer_bytes(&self) -> Option<f64>;
     /// The library's broadcast timed at set-up on one host (empty without).
     fn library_timing(&self) -> Vec<report::LibraryTimingReport>;
     /// The route chosen for every (root, size class) used so far, in order.

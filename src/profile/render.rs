@@ -473,6 +473,15 @@ fn error_text(o: &mut String, c: &CommReport, mpi_library: &str) {
             b.sustained_bps * 8e-6
         );
     }
+    if let Some(b) = c.send_buffer_bytes {
+        let _ = writeln!(
+            o,
+            "  note: between hosts a sender's transport held {:.0} KB unsent (set-up burst probe): \
+             predictions let a rank that sends across hosts leave the call once what it has not yet \
+             sent fits",
+            b / 1e3
+        );
+    }
 }
 
 /// Pareto mean and p99, normal mean and p99 of a class's completion. The distribution models
@@ -1285,6 +1294,7 @@ mod tests {
                 clocks: Vec::new(),
                 shared_cpus: Vec::new(),
                 link_buckets: Vec::new(),
+                send_buffer_bytes: None,
                 library_timing: Vec::new(),
                 routes: vec![RouteReport {
                     root: 0,
@@ -1616,7 +1626,8 @@ mod tests {
     }
 
     /// The burst probe's buckets are named link by link, with a peak the fit could not time
-    /// said so rather than printed as 8,000,000 Mbit/s.
+    /// said so rather than printed as 8,000,000 Mbit/s; the senders' transport buffer the same
+    /// probe read is stated once.
     #[test]
     fn links_that_pass_a_burst_are_named() {
         let mut r = sample();
@@ -1631,9 +1642,15 @@ mod tests {
             bucket("sw1 -> sw0", 1.4e9),
             bucket("sw0 -> sw1", crate::estimate::bucket::MAX_PEAK_BPS),
         ];
+        assert!(!text(&r).contains("held"));
+        r.communicators[0].send_buffer_bytes = Some(968.4e3);
         let t = text(&r);
         assert!(
             t.contains("link sw1 -> sw0 passes a burst: a token bucket of 71 KB at 11200 Mbit/s, then 287 Mbit/s"),
+            "{t}"
+        );
+        assert!(
+            t.contains("between hosts a sender's transport held 968 KB unsent"),
             "{t}"
         );
         assert!(

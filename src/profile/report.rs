@@ -45,6 +45,11 @@ pub struct CommReport {
     /// reports also travel between ranks in postcard, which cannot skip a field.
     #[serde(default)]
     pub link_buckets: Vec<LinkBucketReport>,
+    /// Bytes a sender's transport held unsent between hosts, read by the same probe
+    /// (`estimate::send_buffer`): predictions let a rank that sends across hosts leave the
+    /// call once what it has not yet sent fits. `None` where not measured.
+    #[serde(default)]
+    pub send_buffer_bytes: Option<f64>,
     /// The library's broadcast timed at set-up, per size, where the communicator is one host
     /// of three ranks or more, two under MPICH (`runtime::library_fit`): what one-host predictions are scaled
     /// to. Empty elsewhere.

@@ -14,11 +14,17 @@
 //! on the emulated cluster's 300 Mbit/s uplinks (770-780 ms for its 4 pairs); at most
 //! [`MAX_PAIRS`] pairs. Planning never reads the result; only predictions do
 //! (`estimate::bucket`).
+//!
+//! The sender also times its own send's completion, which a transport that buffers (TCP:
+//! the kernel takes the bytes) reaches long before the acknowledgement: what it held unsent
+//! (`estimate::send_buffer::fit`) is how soon a rank sending over a slow link may leave a
+//! call, in predictions.
 
 use super::mpi_prober::wait_yielding;
 use super::setup_cache::{self, Key, Shared};
 use crate::error::Result;
 use crate::estimate::bucket::{fit, probe_pairs, LinkBucket, ProbePair, TokenBucket};
+use crate::estimate::send_buffer;
 use crate::exec::raw;
 use crate::topology::Topology;
 use mpi::ffi::MPI_Comm;
@@ -49,17 +55,26 @@ const REST_MIN_S: f64 = 1e-3;
 const REST_MAX_S: f64 = 40e-3;
 const TAG: c_int = 0x7c_a2;
 
-/// Collective over `comm`: the buckets found on `topo`'s slow links (empty when it has none,
-/// or none shows a burst).
+/// What the burst probe found on a tree's slow links.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Findings {
+    /// The token buckets (empty when there is no slow link, or none shows a burst).
+    pub buckets: Vec<LinkBucket>,
+    /// Bytes a sender's transport held unsent between hosts, the median over the pairs
+    /// (`estimate::send_buffer::fit`); `None` without a pair.
+    pub send_buffer_bytes: Option<f64>,
+}
+
+/// Collective over `comm`: what [`Findings`] `topo`'s slow links show.
 ///
 /// # Safety
 /// `comm` must be our valid duplicate communicator whose ranks `topo` describes; every rank
 /// calls this collectively with the same `topo`.
-pub unsafe fn measure(comm: MPI_Comm, rank: u32, topo: &Topology, shared: &Shared) -> Result<Vec<LinkBucket>> {
+pub unsafe fn measure(comm: MPI_Comm, rank: u32, topo: &Topology, shared: &Shared) -> Result<Findings> {
     let t0 = raw::wtime();
     let pairs = probe_pairs(topo, MAX_PAIRS);
     let keys: Vec<Key> = pairs.iter().map(|p| shared.burst(p.from, p.to)).collect();
-    let kept = shared.lookup(comm, &keys, SIZES.len())?;
+    let kept = shared.lookup(comm, &keys, 2 * SIZES.len())?;
     let n_kept = kept.iter().filter(|k| k.is_some()).count();
     let probes = pairs
         .iter()
@@ -72,6 +87,7 @@ pub unsafe fn measure(comm: MPI_Comm, rank: u32, topo: &Topology, shared: &Share
         Vec::new()
     };
     let mut out: Vec<LinkBucket> = Vec::new();
+    let mut held: Vec<f64> = Vec::new();
     for ((p, kept), &key) in pairs.iter().zip(kept).zip(&keys) {
         let reused = kept.is_some();
         let times = match kept {
@@ -82,10 +98,13 @@ pub unsafe fn measure(comm: MPI_Comm, rank: u32, topo: &Topology, shared: &Share
                 t
             }
         };
-        let readings: Vec<(u64, f64)> = SIZES.iter().copied().zip(times).collect();
+        let (acked, sent) = times.split_at(SIZES.len());
+        let readings: Vec<(u64, f64)> = SIZES.iter().copied().zip(acked.iter().copied()).collect();
         let bucket = fit(&readings);
+        let buffer = send_buffer::fit(&readings, sent);
+        held.extend(buffer);
         if rank == 0 {
-            log_pair(p, &readings, bucket, reused);
+            log_pair(p, &readings, sent, bucket, buffer, reused);
         }
         let Some(bucket) = bucket else { continue };
         for d in &p.slow_links {
@@ -102,21 +121,27 @@ pub unsafe fn measure(comm: MPI_Comm, rank: u32, topo: &Topology, shared: &Share
             }
         }
     }
+    let send_buffer_bytes = (!held.is_empty()).then(|| crate::estimate::calibrate::median(&held));
     if rank == 0 {
         log::info!(
             "treecast: burst probe: {} pairs ({} kept from an earlier communicator) in {:.0} ms, {} \
-             link directions with a token bucket",
+             link directions with a token bucket, senders' transport holding {}",
             pairs.len(),
             n_kept,
             (raw::wtime() - t0) * 1e3,
-            out.len()
+            out.len(),
+            send_buffer_bytes.map_or("(unknown)".into(), |b| format!("{:.0} KB", b / 1e3))
         );
     }
-    Ok(out)
+    Ok(Findings {
+        buckets: out,
+        send_buffer_bytes,
+    })
 }
 
 /// Collective: pair `p` times [`SIZES`] while the others wait; every rank returns the
-/// fastest time per size (`buf`: the largest size's written data on the pair's ranks).
+/// fastest time per size to the acknowledgement, then the fastest completion of the sender's
+/// own send per size (`buf`: the largest size's written data on the pair's ranks).
 ///
 /// # Safety
 /// As [`measure`].
@@ -130,7 +155,7 @@ unsafe fn probe(comm: MPI_Comm, rank: u32, topo: &Topology, p: &ProbePair, buf: 
     // are refilled (a quarter more for safety); the first rest covers a 1 MiB transfer
     // of the previous pair.
     let rest = |prev: u64| (1.25 * prev as f64 / slowest).clamp(REST_MIN_S, REST_MAX_S);
-    let mut times = [0.0f64; SIZES.len()];
+    let mut times = [0.0f64; 2 * SIZES.len()];
     let (from, to) = (p.from as c_int, p.to as c_int);
     let mut ack = [0u8; 1];
     if rank == p.from {
@@ -139,8 +164,10 @@ unsafe fn probe(comm: MPI_Comm, rank: u32, topo: &Topology, p: &ProbePair, buf: 
         raw::send(&ack, to, TAG, comm)?;
         raw::recv(&mut ack, to, TAG, comm)?;
         let mut prev = *SIZES.last().expect("sizes");
-        for (t, &s) in times.iter_mut().zip(&SIZES) {
+        let (acked, sent) = times.split_at_mut(SIZES.len());
+        for ((t, t_sent), &s) in acked.iter_mut().zip(sent.iter_mut()).zip(&SIZES) {
             *t = f64::INFINITY;
+            *t_sent = f64::INFINITY;
             for _ in 0..reps(s) {
                 std::thread::sleep(std::time::Duration::from_secs_f64(rest(prev)));
                 prev = s;
@@ -149,8 +176,9 @@ unsafe fn probe(comm: MPI_Comm, rank: u32, topo: &Topology, p: &ProbePair, buf: 
                 // CPU hog on one core, the pair shares the other, and a spinning sender kept
                 // its receiver off it for scheduler slices (the fastest of three 4 KiB transfers
                 // read 0.3-2.4 ms, not 26 us, in 11 of 16 pairs over four hog jobs).
-                let mut sent = raw::isend_bytes(buf.as_ptr(), s, to, TAG, comm)?;
-                wait_yielding(&mut sent)?;
+                let mut sending = raw::isend_bytes(buf.as_ptr(), s, to, TAG, comm)?;
+                wait_yielding(&mut sending)?;
+                *t_sent = t_sent.min(raw::wtime() - t0);
                 let mut acked = raw::irecv_bytes(ack.as_mut_ptr(), 1, to, TAG, comm)?;
                 wait_yielding(&mut acked)?;
                 *t = t.min(raw::wtime() - t0);
@@ -176,11 +204,22 @@ unsafe fn probe(comm: MPI_Comm, rank: u32, topo: &Topology, p: &ProbePair, buf: 
     Ok(times.to_vec())
 }
 
-/// The info log line of one pair's readings and fit.
-fn log_pair(p: &ProbePair, readings: &[(u64, f64)], bucket: Option<TokenBucket>, reused: bool) {
-    let us: Vec<String> = readings.iter().map(|(s, t)| format!("{s} B {:.1}", t * 1e6)).collect();
+/// The info log line of one pair's readings and fits.
+fn log_pair(
+    p: &ProbePair,
+    readings: &[(u64, f64)],
+    sent: &[f64],
+    bucket: Option<TokenBucket>,
+    buffer: Option<f64>,
+    reused: bool,
+) {
+    let us: Vec<String> = readings
+        .iter()
+        .zip(sent)
+        .map(|((s, t), d)| format!("{s} B {:.1} (sent {:.1})", t * 1e6, d * 1e6))
+        .collect();
     log::info!(
-        "treecast: burst probe ranks {} -> {}{} (us): {}; {}",
+        "treecast: burst probe ranks {} -> {}{} (us): {}; {}; the sender's transport held {}",
         p.from,
         p.to,
         if reused {
@@ -198,6 +237,7 @@ fn log_pair(p: &ProbePair, readings: &[(u64, f64)], bucket: Option<TokenBucket>,
                 b.sustained_bps * 8e-6
             ),
             None => "no burst".into(),
-        }
+        },
+        buffer.map_or("(unreadable)".into(), |b| format!("{:.0} KB", b / 1e3))
     );
 }

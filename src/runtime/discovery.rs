@@ -17,7 +17,7 @@
 use super::config::Config;
 use super::hosts::{discover_hosts, Hosts};
 use crate::error::{Error, ErrorKind, Result};
-use crate::estimate::bucket::{probe_pairs, LinkBucket};
+use crate::estimate::bucket::probe_pairs;
 use crate::exec::raw;
 use crate::topology::{self, Topology, TopologyBuilder, VertexKind};
 use mpi::ffi::MPI_Comm;
@@ -185,14 +185,14 @@ pub unsafe fn acquire(comm: MPI_Comm, rank: u32, size: u32, cfg: &Config) -> Res
     if hosts.count() == 1 {
         let t = single_host(&hosts.names[0], size);
         let calibrating = calibration_wanted(comm, rank, cfg)?;
-        let (calibration, buckets, cpu_pools) = calibrate(comm, rank, &hosts, calibrating, Some(&t))?;
+        let (calibration, burst, cpu_pools) = calibrate(comm, rank, &hosts, calibrating, Some(&t))?;
         return Ok(Acquired {
             topology: Some(Arc::new(t)),
             source: Source::SingleHost,
             message_overhead_s: None,
             message_costs: None,
             calibration,
-            buckets,
+            burst,
             cpu_pools,
         });
     }
@@ -248,7 +248,7 @@ pub unsafe fn acquire(comm: MPI_Comm, rank: u32, size: u32, cfg: &Config) -> Res
         message_overhead_s: None,
         message_costs: None,
         calibration: None,
-        buckets: Vec::new(),
+        burst: Default::default(),
         cpu_pools: None,
     };
     if ok != "1" {
@@ -279,7 +279,7 @@ pub unsafe fn acquire(comm: MPI_Comm, rank: u32, size: u32, cfg: &Config) -> Res
         }
     }
     raw::bcast(&mut costs, 0, comm)?;
-    let (calibration, buckets, cpu_pools) = calibrate(comm, rank, &hosts, calibrating, Some(&t))?;
+    let (calibration, burst, cpu_pools) = calibrate(comm, rank, &hosts, calibrating, Some(&t))?;
     Ok(Acquired {
         topology: Some(Arc::new(t)),
         source,
@@ -289,7 +289,7 @@ pub unsafe fn acquire(comm: MPI_Comm, rank: u32, size: u32, cfg: &Config) -> Res
             wake_s: costs[2],
         }),
         calibration,
-        buckets,
+        burst,
         cpu_pools,
     })
 }
@@ -305,25 +305,25 @@ unsafe fn calibrate(
     topology: Option<&Topology>,
 ) -> Result<(
     Option<crate::estimate::calibrate::Calibration>,
-    Vec<LinkBucket>,
+    super::burst::Findings,
     Option<crate::sim::CpuPools>,
 )> {
     let mates = super::calibrate::host_mates(hosts).is_some();
     let slow_links = topology.is_some_and(|t| !probe_pairs(t, 1).is_empty());
     if !calibrating || (!mates && !slow_links) {
-        return Ok((None, Vec::new(), None)); // nothing to measure: the same on every rank
+        return Ok((None, Default::default(), None)); // nothing to measure: the same on every rank
     }
     let shared = super::setup_cache::Shared::new(comm)?;
     let calibration = super::calibrate::measure(comm, rank, hosts, &shared)?;
-    let buckets = match topology {
+    let burst = match topology {
         Some(t) if slow_links => super::burst::measure(comm, rank, t, &shared)?,
-        _ => Vec::new(),
+        _ => Default::default(),
     };
     let pools = match topology {
         Some(_) if hosts.count() > 1 && comm_size(comm)? <= super::config::SIMULATED_RANKS_MAX => cpu_pools(comm)?,
         _ => None,
     };
-    Ok((calibration, buckets, pools))
+    Ok((calibration, burst, pools))
 }
 
 /// Collective: whether set-up calibrates predictions: when rank 0 has profiling configured
@@ -394,8 +394,9 @@ pub struct Acquired {
     /// What two host-mates measured at set-up (`None` when no two ranks share a host, without a
     /// topology, or with `TREECAST_CALIBRATE=0`): for predictions only, never for planning.
     pub calibration: Option<crate::estimate::calibrate::Calibration>,
-    /// Token buckets found on the tree's slow links by the same calibration (predictions only).
-    pub buckets: Vec<LinkBucket>,
+    /// Token buckets and the senders' transport buffer found on the tree's slow links by the
+    /// same calibration (predictions only).
+    pub burst: super::burst::Findings,
     /// Across hosts, with the same calibration: ranks that share their kernel's CPUs with more
     /// ranks than it has (predictions only).
     pub cpu_pools: Option<crate::sim::CpuPools>,

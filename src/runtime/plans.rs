@@ -79,6 +79,10 @@ struct Calibrated {
     setup_groupings: Vec<(u64, Vec<u32>)>,
     /// Token buckets on the tree's slow links (`runtime::burst`), on `topology`'s link ids.
     buckets: Vec<crate::estimate::bucket::LinkBucket>,
+    /// Bytes a sender's transport holds unsent between hosts (`runtime::burst`; 0 where not
+    /// measured): how soon a rank sending over a slow link leaves a call
+    /// (`estimate::send_buffer`).
+    send_buffer_bytes: f64,
     /// The library's broadcast timed at set-up on one host (`runtime::library_fit`).
     library_timing: Vec<crate::estimate::curve_fit::LibraryTiming>,
     /// The sizes of `library_timing` whose calls the point-to-point model could not reproduce,
@@ -128,10 +132,10 @@ impl Planner {
             message_overhead_s,
             message_costs,
             calibration,
-            buckets,
+            burst,
             cpu_pools,
         } = unsafe { super::discovery::acquire(comm, rank, size, cfg)? };
-        let mut calibrated = calibrated(topology.as_ref(), cfg.calibrate, message_costs, calibration, buckets);
+        let mut calibrated = calibrated(topology.as_ref(), cfg.calibrate, message_costs, calibration, burst);
         if let Some(c) = calibrated.as_mut() {
             c.cpu_pools = cpu_pools;
         }
@@ -352,6 +356,15 @@ impl Planner {
             .collect()
     }
 
+    /// What predictions take a sender's transport to hold unsent between hosts (`None`
+    /// where it was not measured).
+    pub fn send_buffer_bytes(&self) -> Option<f64> {
+        self.calibrated
+            .as_ref()
+            .map(|c| c.send_buffer_bytes)
+            .filter(|&b| b > 0.0)
+    }
+
     /// The per-message overheads plans and predictions are made with, for the profile; `None`
     /// without a topology (plans then ignore the network and charge no measured overhead).
     pub fn message_overhead_report(&self) -> Option<crate::profile::report::MessageOverheadReport> {
@@ -554,7 +567,7 @@ impl Planner {
             wake_s: c.wake_s,
             pools: c.cpu_pools.clone(),
         };
-        simulate_calibrated(topology, p, bytes, &cpu, enter).ok()
+        simulate_calibrated(topology, p, bytes, &cpu, enter, c.send_buffer_bytes).ok()
     }
 
     /// MPICH's broadcast on one host from a root other than 0: the root first sends the whole
@@ -900,10 +913,14 @@ fn calibrated(
     enabled: bool,
     ring: Option<super::discovery::MessageCosts>,
     measured: Option<crate::estimate::calibrate::Calibration>,
-    buckets: Vec<crate::estimate::bucket::LinkBucket>,
+    burst: super::burst::Findings,
 ) -> Option<Calibrated> {
     let t = topology.filter(|_| enabled)?;
-    if measured.is_none() && ring.is_none() && buckets.is_empty() {
+    let super::burst::Findings {
+        buckets,
+        send_buffer_bytes,
+    } = burst;
+    if measured.is_none() && ring.is_none() && buckets.is_empty() && send_buffer_bytes.is_none() {
         return None;
     }
     let topology = match measured.as_ref().and_then(|m| m.host_path) {
@@ -933,6 +950,7 @@ fn calibrated(
         pair_curve,
         setup_groupings,
         buckets,
+        send_buffer_bytes: send_buffer_bytes.unwrap_or(0.0),
         library_timing,
         released,
     })
@@ -1086,6 +1104,7 @@ mod tests {
             pair_curve: Some(curve),
             setup_groupings: Vec::new(),
             buckets: Vec::new(),
+            send_buffer_bytes: 0.0,
             library_timing: Vec::new(),
             released: None,
         });
@@ -1132,6 +1151,7 @@ mod tests {
             pair_curve: Some(pair),
             setup_groupings: vec![(1024, vec![0, 0, 2]), (1 << 20, vec![0, 1, 1])],
             buckets: Vec::new(),
+            send_buffer_bytes: 0.0,
             library_timing: Vec::new(),
             released: None,
         };

@@ -604,6 +604,9 @@ impl crate::profile::ProfiledComm for CommState {
     fn link_buckets(&self) -> Vec<crate::profile::report::LinkBucketReport> {
         self.planner.link_buckets()
     }
+    fn send_buffer_bytes(&self) -> Option<f64> {
+        self.planner.send_buffer_bytes()
+    }
     fn library_timing(&self) -> Vec<crate::profile::report::LibraryTimingReport> {
         self.planner.library_timing()
     }

@@ -167,13 +167,16 @@ pub struct CpuCosts {
 /// ([`CpuCosts`]), rendezvous above [`RENDEZVOUS_BYTES`](crate::plan::pipeline::RENDEZVOUS_BYTES)
 /// (the options the planner ranks plans with). Unlike [`evaluate_calibrated`] it sees a pipeline's
 /// segments queue on a link, so it is the one for long messages. A rank leaves the call when
-/// its data is in and the last byte of its own sends has left.
+/// its data is in and its sends let it ([`super::send_buffer::leave_times`]): between ranks of
+/// different hosts once what has not left fits `send_buffer_bytes` (the transport's buffer,
+/// measured at set-up; 0 where unknown), between host-mates once the last byte has left.
 pub fn simulate_calibrated(
     topo: &Topology,
     plan: &Plan,
     bytes: u64,
     cpu: &CpuCosts,
     enter: Option<&[f64]>,
+    send_buffer_bytes: f64,
 ) -> Result<CalibratedTimes, crate::sim::SimError> {
     let opts = crate::sim::SimOptions {
         send_overhead_s: cpu.overhead_s,
@@ -192,10 +195,12 @@ pub fn simulate_calibrated(
             *d = d.max(t);
         }
     }
-    for t in &r.transfers {
-        if let Some(d) = rank_done.get_mut(t.src as usize) {
-            *d = d.max(t.src_done_s);
-        }
+    let apart = |s: u32, d: u32| topo.host_of_rank(s) != topo.host_of_rank(d);
+    let held = |s: u32, d: u32| if apart(s, d) { send_buffer_bytes } else { 0.0 };
+    let rendezvous = crate::plan::pipeline::RENDEZVOUS_BYTES as f64;
+    let leave = super::send_buffer::leave_times(&r.transfers, rank_done.len(), rendezvous, held);
+    for (d, l) in rank_done.iter_mut().zip(leave) {
+        *d = d.max(l);
     }
     Ok(CalibratedTimes::new(r.rank_done_s, rank_done))
 }
@@ -325,7 +330,7 @@ mod tests {
                 bandwidth_bps: 1e9,
             },
         );
-        let s = simulate_calibrated(&two, &pair, bytes, &CpuCosts::default(), None).unwrap();
+        let s = simulate_calibrated(&two, &pair, bytes, &CpuCosts::default(), None, 0.0).unwrap();
         let e = evaluate_calibrated(&two, &pair, bytes, 0.0, None).unwrap();
         assert!((s.rank_arrival_s[1] - e.rank_arrival_s[1]).abs() < 1e-9, "{s:?} {e:?}");
         // A pipelined chain's segments queue on each link in the simulator: 8 segments of a
@@ -333,7 +338,7 @@ mod tests {
         // streams them all at once.
         let chain = Plan::from_tree(0, &trees::rank_chain(4, 0), 8, "chain");
         let big = 1_000_000u64;
-        let s = simulate_calibrated(&t, &chain, big, &CpuCosts::default(), None).unwrap();
+        let s = simulate_calibrated(&t, &chain, big, &CpuCosts::default(), None, 0.0).unwrap();
         assert!(s.rank_arrival_s[1] >= big as f64 / 1e9, "{s:?}");
         let e = evaluate_calibrated(&t, &chain, big, 0.0, None).unwrap();
         assert!(e.rank_arrival_s[1] < 0.5 * big as f64 / 1e9, "{e:?}");
@@ -341,5 +346,37 @@ mod tests {
         let d = evaluate_deterministic(&t, &plan, bytes).unwrap();
         let z = evaluate_calibrated(&t, &plan, bytes, 0.0, None).unwrap();
         assert_eq!(z.rank_arrival_s, d.rank_arrival_s);
+    }
+
+    #[test]
+    fn a_sender_across_hosts_leaves_once_its_transport_holds_the_rest() {
+        // Ranks 0 and 1 on host a, rank 2 on host b, the hosts 100 MB/s apart.
+        let mut b = TopologyBuilder::new();
+        let sw = b.vertex("sw", VertexKind::Switch);
+        let ha = b.vertex("a", VertexKind::Node);
+        let hb = b.vertex("b", VertexKind::Node);
+        b.link(ha, sw, 1e-6, 1e8);
+        b.link(hb, sw, 1e-6, 1e8);
+        for (r, h) in [(0, ha), (1, ha), (2, hb)] {
+            let rv = b.rank(r);
+            b.link(rv, h, 0.1e-6, 1e10);
+        }
+        let t = b.build().unwrap();
+        let plan = Plan::from_tree(0, &trees::flat(3, 0), 1, "flat");
+        let bytes = 1_000_000u64;
+        let run = |held: f64| simulate_calibrated(&t, &plan, bytes, &CpuCosts::default(), None, held).unwrap();
+        let (none, part, whole) = (run(0.0), run(400e3), run(2e6));
+        // Unbuffered, the root stays until its last byte has crossed to host b (10 ms).
+        assert!(none.rank_done_s[0] >= 0.01, "{none:?}");
+        // 400 KB held: it leaves once 600 KB have crossed, at 6 ms and some latency.
+        assert!((part.rank_done_s[0] - 0.006).abs() < 1e-4, "{part:?}");
+        // Held whole: once the handshake lets the data go (the host-mate's copy at 10 GB/s,
+        // 0.1 ms, is then the last thing it waits for).
+        assert!(whole.rank_done_s[0] < 0.2e-3, "{whole:?}");
+        // The receivers are as before, whatever the root's transport holds.
+        for r in [1, 2] {
+            assert_eq!(none.rank_done_s[r], whole.rank_done_s[r]);
+            assert_eq!(none.rank_arrival_s[r], part.rank_arrival_s[r]);
+        }
     }
 }

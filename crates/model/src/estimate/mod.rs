@@ -34,6 +34,7 @@ pub mod plan_time;
 mod quad;
 pub mod rank_times;
 pub mod release;
+pub mod send_buffer;
 pub mod send_curve;
 
 pub use error::EstimateError;
