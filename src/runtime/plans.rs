@@ -527,7 +527,7 @@ impl Planner {
     /// there by -60 .. +120%; but the library's broadcast of a size whose set-up calls were
     /// faster than that model can be, as a shared-memory release (`estimate::release`). Above
     /// 512 ranks (to bound the cost at finalize), or on one host without the curve, the
-    /// contention-free evaluator. `topology`: the calibrated topology with its token buckets
+    /// contention-free evaluator. `found`: the calibrated topology with its token buckets
     /// applied ([`Self::bucketed`]); `library_route`: `p` is the library's algorithm;
     /// `grouping`: which ranks ran on one CPU in the call, where read (on one host,
     /// [`Calibrated::shared_cpus`]).
@@ -535,7 +535,7 @@ impl Planner {
     fn calibrated_times(
         &self,
         c: &Calibrated,
-        topology: &crate::topology::Topology,
+        found: &AsFound<'_>,
         p: &Plan,
         bytes: u64,
         enter: Option<&[f64]>,
@@ -543,6 +543,7 @@ impl Planner {
         library_route: bool,
     ) -> Option<crate::estimate::calibrate::CalibratedTimes> {
         use crate::estimate::calibrate::{evaluate_calibrated, simulate_calibrated};
+        let topology = &*found.topology;
         let released = c.released.as_ref().and_then(|r| r.at(bytes));
         if let (false, true, Some(cost)) = (self.has_network(), library_route, released) {
             let n = p.nranks as usize;
@@ -567,7 +568,7 @@ impl Planner {
             wake_s: c.wake_s,
             pools: c.cpu_pools.clone(),
         };
-        simulate_calibrated(topology, p, bytes, &cpu, enter, c.send_buffer_bytes).ok()
+        simulate_calibrated(topology, p, bytes, &cpu, enter, c.send_buffer_bytes, &found.buckets).ok()
     }
 
     /// MPICH's broadcast on one host from a root other than 0: the root first sends the whole
@@ -610,13 +611,16 @@ impl Planner {
         p: &Plan,
         bytes: u64,
         train: Option<crate::estimate::bucket::CallTrain>,
-    ) -> Option<std::borrow::Cow<'a, crate::topology::Topology>> {
+    ) -> Option<AsFound<'a>> {
         if c.buckets.is_empty() {
-            return Some(std::borrow::Cow::Borrowed(&*c.topology));
+            return Some(AsFound {
+                topology: std::borrow::Cow::Borrowed(&*c.topology),
+                buckets: Vec::new(),
+            });
         }
         crate::estimate::bucket::with_buckets(&c.topology, p, bytes, &c.buckets, train)
             .ok()
-            .map(std::borrow::Cow::Owned)
+            .map(AsFound::from)
     }
 
     /// The topologies a class's calls of `p` with `bytes` in `train` are predicted on, and how
@@ -632,11 +636,11 @@ impl Planner {
         bytes: u64,
         train: Option<crate::estimate::bucket::CallTrain>,
         library_route: bool,
-    ) -> Option<(Vec<std::borrow::Cow<'a, crate::topology::Topology>>, f64)> {
+    ) -> Option<(Vec<AsFound<'a>>, f64)> {
         use crate::estimate::bucket::{drained, plan_drained_weight};
         if let Some(t) = train {
-            if let Some(topo) = self.self_paced(c, p, bytes, t, library_route) {
-                return Some((vec![std::borrow::Cow::Owned(topo)], 0.0));
+            if let Some(charged) = self.self_paced(c, p, bytes, t, library_route) {
+                return Some((vec![AsFound::from(charged)], 0.0));
             }
             let w = plan_drained_weight(&c.topology, p, bytes, &c.buckets, Some(t)).ok()?;
             if w > 0.0 && w < 1.0 {
@@ -666,15 +670,15 @@ impl Planner {
         bytes: u64,
         train: crate::estimate::bucket::CallTrain,
         library_route: bool,
-    ) -> Option<crate::topology::Topology> {
+    ) -> Option<crate::estimate::bucket::Charged> {
         use crate::estimate::bucket::{self_paced_levels, sets_the_pace, used_buckets, with_levels};
         let used = used_buckets(&c.topology, p, bytes, &c.buckets).ok()?;
         if !sets_the_pace(&used, train) {
             return None;
         }
         let span = |levels: &[f64]| {
-            let topo = with_levels(&c.topology, &used, levels);
-            self.calibrated_times(c, &topo, p, bytes, None, None, library_route)
+            let found = AsFound::from(with_levels(&c.topology, &used, levels));
+            self.calibrated_times(c, &found, p, bytes, None, None, library_route)
                 .map(|t| t.completion_s)
         };
         let levels = self_paced_levels(&used, train, span)?;
@@ -693,7 +697,7 @@ impl Planner {
     fn times_over(
         &self,
         c: &Calibrated,
-        (topologies, w): &(Vec<std::borrow::Cow<'_, crate::topology::Topology>>, f64),
+        (topologies, w): &(Vec<AsFound<'_>>, f64),
         p: &Plan,
         bytes: u64,
         enter: Option<&[f64]>,
@@ -804,7 +808,7 @@ impl Planner {
             .as_ref()
             .and_then(|c| Self::bucketed(c, &p, bytes, train));
         let t: &crate::topology::Topology = match (&bucketed, &self.calibrated) {
-            (Some(b), _) => b,
+            (Some(b), _) => &b.topology,
             (None, Some(c)) => &c.topology,
             (None, None) => self.topology.as_deref()?,
         };
@@ -891,6 +895,23 @@ impl Planner {
     pub fn poison_plan(&self, me: u32, root: u32) -> LocalPlan {
         let p = Plan::from_tree(root, &trees::binomial(self.nranks, root), 1, "poison");
         LocalPlan::from_plan(&p, me)
+    }
+}
+
+/// A topology as a class's calls find it: the calibrated one, borrowed, without token
+/// buckets; else with its bucketed links charged for the class (`estimate::bucket::Charged`:
+/// one rate each for the evaluators, the buckets at their levels for the simulator).
+struct AsFound<'a> {
+    topology: std::borrow::Cow<'a, crate::topology::Topology>,
+    buckets: Vec<crate::sim::SimBucket>,
+}
+
+impl From<crate::estimate::bucket::Charged> for AsFound<'_> {
+    fn from(c: crate::estimate::bucket::Charged) -> Self {
+        AsFound {
+            topology: std::borrow::Cow::Owned(c.topology),
+            buckets: c.buckets,
+        }
     }
 }
 

@@ -11,10 +11,13 @@
 //! What depends on the bucket is how full it is when a call starts, and that depends on the
 //! calls before it. Predictions here take a train of identical calls ([`CallTrain`]: their
 //! period and the gap between them, which the profile measures per size class), find the
-//! level the bucket holds when each starts ([`steady_level`]), and give the link, for the
-//! call, the rate at which it moves the call's bytes from that level ([`effective_bps`]): the
-//! bytes within the level at the peak rate, the rest at the sustained rate. One rate per call
-//! is an approximation: a pipelined call's first segments really pass faster than its last.
+//! level the bucket holds when each starts ([`steady_level`]). The simulator then runs the
+//! call with each bucket at its level ([`Charged::buckets`], `sim::FlowSim::set_bucket`): the
+//! link passes the call's first bytes at the peak and the rest at the sustained rate, as a
+//! policer does. The evaluators, which give a link one rate, get the rate at which it moves
+//! the call's bytes from that level ([`effective_bps`]); that one rate per call let the first
+//! of four 4 KiB messages over one uplink wait for the last (the library's binary tree on the
+//! emulated 2x4 cluster), and made a pipelined call's first segments as slow as its last.
 //! Without a train the bucket is taken as full (the first call after a rest).
 //!
 //! The buckets are measured at set-up ([`fit`], from transfers each started after a rest
@@ -347,8 +350,8 @@ pub fn bytes_per_link(topo: &Topology, plan: &Plan, bytes: u64) -> Result<Vec<[f
     Ok(used)
 }
 
-/// `topo` with each bucketed link direction at its rate for one call of `plan` with `bytes`
-/// in `train` ([`steady_level`], [`effective_bps`]); other links unchanged.
+/// `topo` as one call of `plan` with `bytes` in `train` finds it: each bucketed link
+/// direction at its level ([`steady_level`], [`with_levels`]); other links unchanged.
 /// Unchanged without buckets.
 pub fn with_buckets(
     topo: &Topology,
@@ -356,9 +359,12 @@ pub fn with_buckets(
     bytes: u64,
     buckets: &[LinkBucket],
     train: Option<CallTrain>,
-) -> Result<Topology, EstimateError> {
+) -> Result<Charged, EstimateError> {
     if buckets.is_empty() {
-        return Ok(topo.clone());
+        return Ok(Charged {
+            topology: topo.clone(),
+            buckets: Vec::new(),
+        });
     }
     let used = used_buckets(topo, plan, bytes, buckets)?;
     let levels: Vec<f64> = used.iter().map(|u| steady_level(&u.at.bucket, u.used, train)).collect();
@@ -390,9 +396,42 @@ pub fn used_buckets(
         .collect())
 }
 
+/// A topology as the calls of one class find it ([`with_levels`]).
+#[derive(Clone, Debug)]
+pub struct Charged {
+    /// Each bucketed link direction the calls use at the one rate that moves a call's bytes
+    /// from its level: what the evaluators, which give a link one rate, charge.
+    pub topology: Topology,
+    /// Those buckets at their levels: what the simulator charges, a call's first bytes at the
+    /// peak and the rest at the sustained rate, as the link passes them.
+    pub buckets: Vec<crate::sim::SimBucket>,
+}
+
+/// `topo` as calls find it whose buckets (`used`) hold `levels[i]` tokens at the start:
+/// [`Charged`]; other links unchanged.
+pub fn with_levels(topo: &Topology, used: &[UsedBucket], levels: &[f64]) -> Charged {
+    let buckets = used
+        .iter()
+        .zip(levels)
+        .map(|(u, &level)| crate::sim::SimBucket {
+            link: u.at.link,
+            forward: u.at.forward,
+            depth_bytes: u.at.bucket.depth_bytes,
+            level_bytes: level.clamp(0.0, u.at.bucket.depth_bytes),
+            peak_bps: u.at.bucket.peak_bps,
+            sustained_bps: u.at.bucket.sustained_bps,
+        })
+        .filter(|s| s.link < topo.links().len())
+        .collect();
+    Charged {
+        topology: with_rates(topo, used, levels),
+        buckets,
+    }
+}
+
 /// `topo` with each of `used`'s link directions at the rate it moves its call's bytes from
 /// `levels[i]` tokens ([`effective_bps`]); other links unchanged.
-pub fn with_levels(topo: &Topology, used: &[UsedBucket], levels: &[f64]) -> Topology {
+fn with_rates(topo: &Topology, used: &[UsedBucket], levels: &[f64]) -> Topology {
     let mut b = topo.to_builder();
     for (u, &level) in used.iter().zip(levels) {
         let Some(l) = b.links.get_mut(u.at.link) else {
@@ -827,6 +866,20 @@ mod tests {
         b.build().unwrap()
     }
 
+    /// [`TBF`] on both directions of every slow link of `topo` (those under 100 MB/s).
+    fn tbf_on_uplinks(topo: &Topology) -> Vec<LinkBucket> {
+        (0..topo.links().len())
+            .filter(|&l| topo.link(l).ab.bandwidth_bps < 1e8)
+            .flat_map(|link| {
+                [true, false].map(|forward| LinkBucket {
+                    link,
+                    forward,
+                    bucket: TBF,
+                })
+            })
+            .collect()
+    }
+
     #[test]
     fn probe_pairs_cover_every_slow_direction_once() {
         let topo = three_by_two(37.5e6);
@@ -886,6 +939,41 @@ mod tests {
             .all(|d| topo.dir_params(*d).bandwidth_bps < 1e8));
     }
 
+    /// The first of a call's messages over a policed link pass at its peak: with 10 kB of
+    /// tokens on every uplink direction, four 4 KiB messages from the root to the other
+    /// switches' ranks one after another (blocking), the first arrives in microseconds where
+    /// one rate for the 16 kB the root's uplink carries made it wait; the last arrives about
+    /// as late either way.
+    #[test]
+    fn a_calls_first_messages_pass_at_the_peak() {
+        let topo = three_by_two(TBF.sustained_bps);
+        let plan = Plan::from_tree(0, &trees::flat(6, 0), 1, "flat");
+        let buckets = tbf_on_uplinks(&topo);
+        let used = used_buckets(&topo, &plan, 4096, &buckets).unwrap();
+        // The root switch's uplink carries all four; each other switch's downlink two.
+        let mut loads: Vec<f64> = used.iter().map(|u| u.used).filter(|&u| u > 0.0).collect();
+        loads.sort_by(f64::total_cmp);
+        assert_eq!(loads, [8192.0, 8192.0, 16384.0]);
+        let charged = with_levels(&topo, &used, &vec![10e3; used.len()]);
+        assert!(charged.buckets.iter().all(|b| b.level_bytes == 10e3));
+        let opts = |buckets: Vec<crate::sim::SimBucket>| crate::sim::SimOptions {
+            blocking_sends: true,
+            buckets,
+            ..Default::default()
+        };
+        let run = |o| crate::sim::simulate_plan(&charged.topology, &plan, 4096, &o).unwrap();
+        let (exact, one_rate) = (run(opts(charged.buckets.clone())), run(opts(Vec::new())));
+        let remote = |d: &[f64]| {
+            let mut v: Vec<f64> = d[2..].to_vec();
+            v.sort_by(f64::total_cmp);
+            v
+        };
+        let (e, o) = (remote(&exact.rank_done_s), remote(&one_rate.rank_done_s));
+        assert!(e[0] < 20e-6, "{e:?}");
+        assert!(o[0] > 40e-6, "{o:?}");
+        assert!((e[3] - o[3]).abs() < 0.15 * o[3], "{e:?} {o:?}");
+    }
+
     #[test]
     fn buckets_speed_up_only_what_fits_them() {
         let topo = three_by_two(TBF.sustained_bps);
@@ -897,16 +985,7 @@ mod tests {
             })
         };
         let plan = Plan::from_tree(0, &trees::binomial(6, 0), 1, "binomial");
-        let buckets: Vec<LinkBucket> = (0..topo.links().len())
-            .filter(|&l| topo.link(l).ab.bandwidth_bps < 1e8)
-            .flat_map(|link| {
-                [true, false].map(|forward| LinkBucket {
-                    link,
-                    forward,
-                    bucket: TBF,
-                })
-            })
-            .collect();
+        let buckets = tbf_on_uplinks(&topo);
         let rate_on_uplinks = |t: &Topology| {
             (0..t.links().len())
                 .filter(|&l| topo.link(l).ab.bandwidth_bps < 1e8)
@@ -916,17 +995,34 @@ mod tests {
         // Small calls: the peak; 1 MiB calls with time to refill in between: a little above the
         // sustained rate (only the first 75 KB pass at the peak).
         let small = with_buckets(&topo, &plan, 4096, &buckets, train(1e-3)).unwrap();
-        assert_eq!(rate_on_uplinks(&small), TBF.peak_bps);
+        assert_eq!(rate_on_uplinks(&small.topology), TBF.peak_bps);
+        // The simulator gets the buckets the call uses, full: those its sends cross.
+        let used = bytes_per_link(&topo, &plan, 4096).unwrap();
+        let crossed = buckets
+            .iter()
+            .filter(|lb| used[lb.link][lb.forward as usize] > 0.0)
+            .count();
+        assert!(
+            crossed > 0 && small.buckets.len() == buckets.len(),
+            "{:?}",
+            small.buckets
+        );
+        assert!(
+            small.buckets.iter().all(|s| s.level_bytes == TBF.depth_bytes),
+            "{:?}",
+            small.buckets
+        );
         let big = with_buckets(&topo, &plan, 1 << 20, &buckets, train(100e-3)).unwrap();
-        let r = rate_on_uplinks(&big);
+        let r = rate_on_uplinks(&big.topology);
         assert!(r > TBF.sustained_bps && r < 1.2 * TBF.sustained_bps, "{r}");
         // Host links untouched; no buckets, no change.
         let host = (0..topo.links().len())
             .find(|&l| topo.link(l).ab.bandwidth_bps == 1.5e9)
             .unwrap();
-        assert_eq!(big.link(host).ab, LinkDir::new(1e-6, 1.5e9));
+        assert_eq!(big.topology.link(host).ab, LinkDir::new(1e-6, 1.5e9));
         let same = with_buckets(&topo, &plan, 4096, &[], train(1e-3)).unwrap();
-        assert_eq!(same, topo);
+        assert_eq!(same.topology, topo);
+        assert!(same.buckets.is_empty());
         // The plan's weight toward drained is its most loaded bucketed link's: the binomial
         // tree over 3x2 puts one 64 KiB message on two uplink directions and two on the root
         // switch's up direction (0 -> 2, 0 -> 4), so a period that just refills two

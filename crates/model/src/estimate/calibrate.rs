@@ -170,6 +170,7 @@ pub struct CpuCosts {
 /// its data is in and its sends let it ([`super::send_buffer::leave_times`]): between ranks of
 /// different hosts once what has not left fits `send_buffer_bytes` (the transport's buffer,
 /// measured at set-up; 0 where unknown), between host-mates once the last byte has left.
+/// `buckets`: policed link directions as the call finds them (`super::bucket::Charged`).
 pub fn simulate_calibrated(
     topo: &Topology,
     plan: &Plan,
@@ -177,6 +178,7 @@ pub fn simulate_calibrated(
     cpu: &CpuCosts,
     enter: Option<&[f64]>,
     send_buffer_bytes: f64,
+    buckets: &[crate::sim::SimBucket],
 ) -> Result<CalibratedTimes, crate::sim::SimError> {
     let opts = crate::sim::SimOptions {
         send_overhead_s: cpu.overhead_s,
@@ -185,6 +187,7 @@ pub fn simulate_calibrated(
         rendezvous_bytes: Some(crate::plan::pipeline::RENDEZVOUS_BYTES as f64),
         record: true,
         enter_s: enter.map(<[f64]>::to_vec),
+        buckets: buckets.to_vec(),
         ..Default::default()
     };
     let r = crate::sim::simulate_plan(topo, plan, bytes, &opts)?;
@@ -330,7 +333,7 @@ mod tests {
                 bandwidth_bps: 1e9,
             },
         );
-        let s = simulate_calibrated(&two, &pair, bytes, &CpuCosts::default(), None, 0.0).unwrap();
+        let s = simulate_calibrated(&two, &pair, bytes, &CpuCosts::default(), None, 0.0, &[]).unwrap();
         let e = evaluate_calibrated(&two, &pair, bytes, 0.0, None).unwrap();
         assert!((s.rank_arrival_s[1] - e.rank_arrival_s[1]).abs() < 1e-9, "{s:?} {e:?}");
         // A pipelined chain's segments queue on each link in the simulator: 8 segments of a
@@ -338,7 +341,7 @@ mod tests {
         // streams them all at once.
         let chain = Plan::from_tree(0, &trees::rank_chain(4, 0), 8, "chain");
         let big = 1_000_000u64;
-        let s = simulate_calibrated(&t, &chain, big, &CpuCosts::default(), None, 0.0).unwrap();
+        let s = simulate_calibrated(&t, &chain, big, &CpuCosts::default(), None, 0.0, &[]).unwrap();
         assert!(s.rank_arrival_s[1] >= big as f64 / 1e9, "{s:?}");
         let e = evaluate_calibrated(&t, &chain, big, 0.0, None).unwrap();
         assert!(e.rank_arrival_s[1] < 0.5 * big as f64 / 1e9, "{e:?}");
@@ -364,7 +367,7 @@ mod tests {
         let t = b.build().unwrap();
         let plan = Plan::from_tree(0, &trees::flat(3, 0), 1, "flat");
         let bytes = 1_000_000u64;
-        let run = |held: f64| simulate_calibrated(&t, &plan, bytes, &CpuCosts::default(), None, held).unwrap();
+        let run = |held: f64| simulate_calibrated(&t, &plan, bytes, &CpuCosts::default(), None, held, &[]).unwrap();
         let (none, part, whole) = (run(0.0), run(400e3), run(2e6));
         // Unbuffered, the root stays until its last byte has crossed to host b (10 ms).
         assert!(none.rank_done_s[0] >= 0.01, "{none:?}");

@@ -101,6 +101,23 @@ pub struct SimOptions {
     /// an eager message may arrive earlier and is taken in on entry. `None`: every rank enters
     /// at 0. Profiles predict a call from the entries its ranks actually made with this.
     pub enter_s: Option<Vec<f64>>,
+    /// Link directions policed by a token bucket ([`FlowSim::set_bucket`]): each passes its
+    /// peak while its bucket holds tokens, then its sustained rate (broadcast plans).
+    pub buckets: Vec<SimBucket>,
+}
+
+/// A token bucket on one direction of a topology link, as a call finds it
+/// ([`SimOptions::buckets`]; rates in bytes per second).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct SimBucket {
+    pub link: usize,
+    /// From the link's `a` to its `b`.
+    pub forward: bool,
+    pub depth_bytes: f64,
+    /// Tokens when the call starts.
+    pub level_bytes: f64,
+    pub peak_bps: f64,
+    pub sustained_bps: f64,
 }
 
 /// Which ranks share CPUs ([`SimOptions::cpu_pools`]).

@@ -97,6 +97,17 @@ impl Network {
         }
     }
 
+    /// Set resource `res`'s capacity, and the bandwidth of every link direction on it (what
+    /// caps a flow's rate), to `bw`.
+    pub fn set_res_bandwidth(&mut self, res: u32, bw: f64) {
+        self.res_cap[res as usize] = bw;
+        for (d, &r) in self.dl_res.iter().enumerate() {
+            if r == res {
+                self.dl_bw[d] = bw;
+            }
+        }
+    }
+
     pub fn num_resources(&self) -> usize {
         self.res_cap.len()
     }

@@ -291,6 +291,16 @@ pub(crate) fn run(topo: &Topology, plan: &Plan, bytes: u64, opts: &SimOptions) -
     let mut sim = FlowSim::new(topo);
     sim.set_audit(opts.audit);
     sim.set_full_resolve(opts.full_resolve);
+    for b in &opts.buckets {
+        sim.set_bucket(
+            b.link,
+            b.forward,
+            b.depth_bytes,
+            b.level_bytes,
+            b.peak_bps,
+            b.sustained_bps,
+        );
+    }
     for r in 0..n {
         run.advance_rank(r, &mut sim);
     }
