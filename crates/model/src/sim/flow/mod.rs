@@ -407,8 +407,8 @@ impl FlowSim {
     /// bytes at its peak and the rest at its sustained rate, so the first messages of a call
     /// arrive sooner than any one rate for the call's bytes says (on the emulated 2x4 cluster,
     /// the library's 4 KiB binary tree sends four messages over one policed uplink, and one
-    /// rate for all four put the first one's receiver 100 us late). `false` when the link has
-    /// no such direction.
+    /// rate for all four made the first wait on the bytes of all four: +36 .. +62% where the
+    /// bucket was below full). `false` when the link has no such direction.
     pub fn set_bucket(
         &mut self,
         link: usize,
