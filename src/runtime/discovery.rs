@@ -267,7 +267,11 @@ pub unsafe fn acquire(comm: MPI_Comm, rank: u32, size: u32, cfg: &Config) -> Res
     };
     // The ring's train and kernels serve only calibrated predictions: skipped otherwise.
     let calibrating = calibration_wanted(comm, rank, cfg)?;
-    let ring = super::mpi_prober::ring(comm, rank, &hosts, calibrating)?;
+    let mut ring = super::mpi_prober::ring(comm, rank, &hosts, calibrating)?;
+    let (calibration, burst, cpu_pools) = calibrate(comm, rank, &hosts, calibrating, Some(&t))?;
+    if calibrating {
+        super::mpi_prober::ring_train_again(comm, rank, &hosts, &mut ring)?;
+    }
     // [planning overhead, predictions' CPU time per message, predictions' wake-up]
     let mut costs = [0.0f64; 3];
     if let (Some(r), 0) = (&ring, rank) {
@@ -279,7 +283,6 @@ pub unsafe fn acquire(comm: MPI_Comm, rank: u32, size: u32, cfg: &Config) -> Res
         }
     }
     raw::bcast(&mut costs, 0, comm)?;
-    let (calibration, burst, cpu_pools) = calibrate(comm, rank, &hosts, calibrating, Some(&t))?;
     Ok(Acquired {
         topology: Some(Arc::new(t)),
         source,
@@ -429,9 +432,16 @@ impl MessageCosts {
         let cpu_s = (ring.train_step_s / ring.members_per_cpu).clamp(0.0, overhead_s);
         let wake_s = (overhead_s - cpu_s / 2.0).max(0.0);
         log::info!(
-            "treecast: a train of tokens steps {:.1} us per token over {:.2} ring members per CPU: \
-             predictions charge {:.1} us of CPU per message and {:.1} us to wake an idle relay",
+            "treecast: a train of tokens steps {:.1} us per token (the least of {} passes: {}) over \
+             {:.2} ring members per CPU: predictions charge {:.1} us of CPU per message and {:.1} \
+             us to wake an idle relay",
             ring.train_step_s * 1e6,
+            ring.train_passes_s.len(),
+            ring.train_passes_s
+                .iter()
+                .map(|s| format!("{:.1}", s * 1e6))
+                .collect::<Vec<_>>()
+                .join(", "),
             ring.members_per_cpu,
             cpu_s * 1e6,
             wake_s * 1e6
@@ -528,6 +538,7 @@ mod tests {
         super::super::mpi_prober::Ring {
             hop_s: 80e-6,
             train_step_s: step_us * 1e-6,
+            train_passes_s: vec![step_us * 1e-6],
             members_per_cpu: per_cpu,
             members: vec![0, 1, 2],
         }
