@@ -707,6 +707,38 @@ fn predict_bench_output_is_what_the_tally_reads() {
         tally_text.contains("cells missed from the entries whose calls ran in another grouping"),
         "{tally_text}"
     );
+    // The tally takes each cell's verdict from the benchmark (decided on the exact error), not
+    // from the rounded percentage: flipping the 1 KiB row's entries verdict flips its count.
+    let (verdict, flipped) = {
+        let row = text
+            .lines()
+            .find(|l| l.split_whitespace().next() == Some("1024"))
+            .expect("a 1 KiB row");
+        let last = row.split_whitespace().last().unwrap();
+        assert!(last == "yes" || last == "no", "{row}");
+        let other = if last == "yes" { "no" } else { "yes" };
+        let flipped_row = format!("{}{other}", &row[..row.len() - last.len()]);
+        (last == "yes", text.replacen(row, &flipped_row, 1))
+    };
+    std::fs::write(&job, &flipped).unwrap();
+    let tally = std::process::Command::new("python3")
+        .arg(&script)
+        .arg(&job)
+        .output()
+        .expect("python3 runs");
+    let tally_text = String::from_utf8_lossy(&tally.stdout).into_owned();
+    let row = tally_text
+        .lines()
+        .find(|l| l.split_whitespace().next() == Some("1024"))
+        .unwrap_or_else(|| panic!("no 1 KiB row in\n{tally_text}"));
+    // Counts read "k/1": together, entries, best constant.
+    let entries = row
+        .split_whitespace()
+        .filter(|t| t.ends_with("/1"))
+        .nth(1)
+        .unwrap_or_default();
+    let expected = if verdict { "0/1" } else { "1/1" };
+    assert_eq!(entries, expected, "{row}");
     let _ = std::fs::remove_dir_all(&dir);
 }
 
