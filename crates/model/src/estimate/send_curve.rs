@@ -43,12 +43,13 @@ pub const NEIGHBOURS_AGREE: f64 = 1.2;
 /// was disturbed. On the same rule as the cap by larger sizes in [`SendCurve::new`], only
 /// down, since a reading can be slowed, not sped up.
 ///
-/// Why: each size is measured on its own, a few milliseconds apart. With two ranks on the VM
-/// the late receive of 512 KiB read 65-69 us in about a third of the jobs, where 256 KiB and 1
-/// MiB read 42-47 us at that size; the job's 512 KiB broadcasts took 40-50 us. In 8 jobs
-/// alternating, 512 KiB was within 25% in 8 with this rule against 4 without (-8 .. +74%).
-/// One job read 256 KiB at 33.7 us against 21-25 in others, and its 256 KiB broadcasts (19.5
-/// us) were predicted 73% slow. A protocol switch is a step, not a bump: the late receive
+/// Why: each size is measured on its own, a few milliseconds apart, and a disturbed reading
+/// set its size's prediction alone. One job of two ranks on the VM read the late receive of
+/// 256 KiB at 33.7 us, between 10.6 us at 128 KiB and 40.7 us at 512 KiB, and its 256 KiB
+/// broadcasts (19.5 us) were predicted 73% slow. Over 132 two-rank set-ups this rule lowers a
+/// reading by more than 10% at 256 KiB in 10 and at 512 KiB in 10; in the 9 of them, made
+/// without it, whose jobs timed that size, every prediction moves towards the calls (+73% to
+/// +9%, +81% to -2%, +70% to +40%, ...). A protocol switch is a step, not a bump: the late receive
 /// 0.08 us at 2 KiB, 2.31 at 4 KiB, 2.57 at 8 KiB disagree by far more per byte, and the
 /// first size whose send waits for its receiver differs in that from the one below.
 fn lower_lone_bumps(points: &mut [SendCost]) {
