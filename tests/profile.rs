@@ -742,6 +742,40 @@ fn predict_bench_output_is_what_the_tally_reads() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// `scripts/curve_bumps.py`, which replays the curve's bump rule on logged set-ups for the
+/// README: it finds the rule's one reading in a log line of the set-up's format (the 256 KiB
+/// bump of `estimate::send_curve`'s unit test) and scales the job's prediction with it.
+#[test]
+fn curve_bumps_replays_the_rule_on_a_logged_set_up() {
+    let dir = std::env::temp_dir().join(format!("treecast-curve-bumps-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let log = "[INFO treecast::runtime::calibrate] treecast: calibration between ranks 0 and 1 of one host \
+        (us): 256 B: send 0.08 one way 0.20 late receive 0.07; 512 B: send 0.32 one way 0.24 late receive \
+        0.07 (waits for the receiver); 1024 B: send 0.33 one way 0.28 late receive 0.07 (waits for the \
+        receiver); 131072 B: send 11.00 one way 11.10 late receive 10.60 (waits for the receiver); 262144 \
+        B: send 21.00 one way 21.10 late receive 33.70 (waits for the receiver); 524288 B: send 40.30 one \
+        way 40.45 late receive 40.65 (waits for the receiver); 0.41 per send issued\n";
+    std::fs::write(dir.join("job-1.err"), log).unwrap();
+    let row = "    262144    200           19.5           33.7      +73%  no               64           19.5           33.7      +73%  no\n";
+    std::fs::write(dir.join("job-1.txt"), row).unwrap();
+    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/curve_bumps.py");
+    let out = std::process::Command::new("python3")
+        .arg(&script)
+        .arg(dir.join("job-1.err"))
+        .output()
+        .expect("python3 runs");
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(out.status.success(), "{text}{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        text.contains("262144 B late receive 33.70 -> 21.20 us; calls 19.5 us, predicted 33.7 (+73%) -> 21.2 (+9%)"),
+        "{text}"
+    );
+    // Only that reading: 512 B's send is the first that waits, a step.
+    assert_eq!(text.matches(" -> ").count(), 2, "{text}");
+    assert!(text.contains("1 set-ups read"), "{text}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// `mpi-examples/NAME.c` built with mpicc (warnings as errors) into the target directory.
 fn build_c_example(name: &str) -> std::path::PathBuf {
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
