@@ -78,6 +78,11 @@ pub struct MessageOverheadReport {
     /// before it was measured (predictions then charged `prediction_s` to every message).
     #[serde(default)]
     pub prediction_wake_s: Option<f64>,
+    /// Between hosts: what each pass of the ring's train gave as `prediction_s` (two passes
+    /// about a second apart; `prediction_s` is the lesser). Empty on one host or in profiles
+    /// written before the second pass.
+    #[serde(default)]
+    pub prediction_passes_s: Vec<f64>,
     /// `token ring`, or `send burst` (host-mates' back-to-back sends, on one host).
     pub prediction_source: String,
 }

@@ -272,14 +272,15 @@ pub unsafe fn acquire(comm: MPI_Comm, rank: u32, size: u32, cfg: &Config) -> Res
     if calibrating {
         super::mpi_prober::ring_train_again(comm, rank, &hosts, &mut ring)?;
     }
-    // [planning overhead, predictions' CPU time per message, predictions' wake-up]
-    let mut costs = [0.0f64; 3];
+    // [planning overhead, predictions' CPU time per message, predictions' wake-up, the CPU
+    // time each of the train's two passes gave]
+    let mut costs = [0.0f64; 5];
     if let (Some(r), 0) = (&ring, rank) {
         let o = message_overhead(&t, r.hop_s, &r.members);
         costs[0] = o;
         if calibrating {
             let m = MessageCosts::from_ring(o, r);
-            costs[1..].copy_from_slice(&[m.cpu_s, m.wake_s]);
+            costs[1..].copy_from_slice(&[m.cpu_s, m.wake_s, m.cpu_passes_s[0], m.cpu_passes_s[1]]);
         }
     }
     raw::bcast(&mut costs, 0, comm)?;
@@ -290,6 +291,7 @@ pub unsafe fn acquire(comm: MPI_Comm, rank: u32, size: u32, cfg: &Config) -> Res
         message_costs: calibrating.then_some(MessageCosts {
             cpu_s: costs[1],
             wake_s: costs[2],
+            cpu_passes_s: [costs[3], costs[4]],
         }),
         calibration,
         burst,
@@ -419,6 +421,9 @@ pub struct Acquired {
 pub struct MessageCosts {
     pub cpu_s: f64,
     pub wake_s: f64,
+    /// What each of the train's two passes gave as `cpu_s` (0 for a pass not run): `cpu_s` is
+    /// the lesser; far apart, the host's state changed while the set-up timed it.
+    pub cpu_passes_s: [f64; 2],
 }
 
 impl MessageCosts {
@@ -429,8 +434,13 @@ impl MessageCosts {
     /// occupies its sender's CPU afterwards), so the wake-up is what makes a lone token's hop
     /// the ring's overhead.
     pub fn from_ring(overhead_s: f64, ring: &super::mpi_prober::Ring) -> MessageCosts {
-        let cpu_s = (ring.train_step_s / ring.members_per_cpu).clamp(0.0, overhead_s);
+        let cpu_of = |step_s: f64| (step_s / ring.members_per_cpu).clamp(0.0, overhead_s);
+        let cpu_s = cpu_of(ring.train_step_s);
         let wake_s = (overhead_s - cpu_s / 2.0).max(0.0);
+        let mut cpu_passes_s = [0.0; 2];
+        for (c, s) in cpu_passes_s.iter_mut().zip(&ring.train_passes_s) {
+            *c = cpu_of(*s);
+        }
         log::info!(
             "treecast: a train of tokens steps {:.1} us per token (the least of {} passes: {}) over \
              {:.2} ring members per CPU: predictions charge {:.1} us of CPU per message and {:.1} \
@@ -446,7 +456,11 @@ impl MessageCosts {
             cpu_s * 1e6,
             wake_s * 1e6
         );
-        MessageCosts { cpu_s, wake_s }
+        MessageCosts {
+            cpu_s,
+            wake_s,
+            cpu_passes_s,
+        }
     }
 }
 
@@ -570,6 +584,16 @@ mod tests {
         assert!(close(m.cpu_s, 10e-6) && close(m.wake_s, 5e-6), "{m:?}");
         let m = MessageCosts::from_ring(10e-6, &ring(0.0, 1.0));
         assert!(close(m.cpu_s, 0.0) && close(m.wake_s, 10e-6), "{m:?}");
+        // Two passes of the train: each pass's CPU time is kept for the profile, and the costs
+        // follow the lesser step (`train_step_s`, which `ring_train_again` lowers).
+        let mut r = ring(73.7, 4.0);
+        r.train_passes_s.push(148.1e-6);
+        let m = MessageCosts::from_ring(72.4e-6, &r);
+        assert!(close(m.cpu_s, 73.7e-6 / 4.0), "{m:?}");
+        assert!(
+            close(m.cpu_passes_s[0], 73.7e-6 / 4.0) && close(m.cpu_passes_s[1], 148.1e-6 / 4.0),
+            "{m:?}"
+        );
     }
 
     #[test]

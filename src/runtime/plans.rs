@@ -67,6 +67,9 @@ struct Calibrated {
     /// What a relay that was idle pays before it takes a message in (between hosts, from the
     /// token ring; 0 on one host, whose models do not use it).
     wake_s: f64,
+    /// Between hosts, the CPU time per message each of the ring train's passes gave (the
+    /// lesser is `overhead_s`); empty elsewhere.
+    cpu_passes_s: Vec<f64>,
     /// Ranks that share CPUs with more ranks than there are (between hosts; `sim::CpuPools`).
     cpu_pools: Option<crate::sim::CpuPools>,
     /// Per-size costs between host-mates: what predicts a job on one host.
@@ -382,6 +385,11 @@ impl Planner {
             .into(),
             prediction_s: self.calibrated.as_ref().map(|c| c.overhead_s),
             prediction_wake_s: self.calibrated.as_ref().filter(|_| ring).map(|c| c.wake_s),
+            prediction_passes_s: self
+                .calibrated
+                .as_ref()
+                .filter(|_| ring)
+                .map_or(Vec::new(), |c| c.cpu_passes_s.clone()),
             prediction_source: if ring { "token ring" } else { "send burst" }.into(),
         })
     }
@@ -953,6 +961,9 @@ fn calibrated(
         .or(measured.as_ref().map(|m| m.overhead_s))
         .unwrap_or(0.0);
     let wake_s = ring.map_or(0.0, |r| r.wake_s);
+    let cpu_passes_s = ring.map_or(Vec::new(), |r| {
+        r.cpu_passes_s.iter().copied().filter(|c| *c > 0.0).collect()
+    });
     let (send_curve, pair_curve, library_timing) = measured.map_or((None, None, Vec::new()), |m| {
         (m.send_curve, m.pair_curve, m.library_timing)
     });
@@ -966,6 +977,7 @@ fn calibrated(
         topology,
         overhead_s,
         wake_s,
+        cpu_passes_s,
         cpu_pools: None,
         send_curve,
         pair_curve,
@@ -1117,6 +1129,7 @@ mod tests {
         let topo = super::super::discovery::single_host("h", 4);
         let mut p = planner(topo.clone());
         p.calibrated = Some(super::Calibrated {
+            cpu_passes_s: Vec::new(),
             topology: std::sync::Arc::new(topo),
             overhead_s: 0.0,
             wake_s: 0.0,
@@ -1164,6 +1177,7 @@ mod tests {
         let pair = SendCurve::new(vec![cost(8), cost(1 << 20)]).unwrap();
         let topo = crate::topology::gen::Tree::oversubscribed(1, 3, 1.0).build().unwrap();
         let mut c = super::Calibrated {
+            cpu_passes_s: Vec::new(),
             topology: std::sync::Arc::new(topo),
             overhead_s: 0.0,
             wake_s: 0.0,
