@@ -736,13 +736,19 @@ fn weigh_decisions(
             }
         })
         .collect();
+    let shortest_kept = decisions
+        .iter()
+        .filter(|d| d.kept)
+        .map(|d| d.latency_us * 1e-6)
+        .filter(|l| *l > 0.0)
+        .min_by(f64::total_cmp);
     decisions.extend(contracted.iter().map(|m| LinkDecision {
         hosts_below: hosts(&m.hosts_below),
         latency_us: m.len_s * 1e6,
         evidence: m.evidence,
         halves: None,
         kept: false,
-        confidence: joining::confidence(m.evidence, m.threshold, false),
+        confidence: joining::contracted_confidence(m, shortest_kept),
         judged_by: "evidence",
     }));
     decisions.extend(rechecked);
@@ -972,7 +978,10 @@ fn unsettled(j: &joining::Joined, store: &store::Store) -> usize {
         .count()
         + j.merged
             .iter()
-            .filter(|m| joining::confidence(m.evidence, m.threshold, false) < SETTLED)
+            .filter(|m| {
+                let shortest = joining::shortest_kept(&j.tree, j.kept.iter().map(|k| k.0));
+                joining::contracted_confidence(m, shortest) < SETTLED
+            })
             .count()
 }
 
