@@ -679,18 +679,7 @@ fn predict_bench_output_is_what_the_tally_reads() {
     std::fs::create_dir_all(&dir).unwrap();
     let job = dir.join("job-1.txt");
     std::fs::write(&job, &text).unwrap();
-    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/predict_stats_report.py");
-    let tally = std::process::Command::new("python3")
-        .arg(&script)
-        .arg(&job)
-        .output()
-        .expect("python3 runs");
-    let tally_text = String::from_utf8_lossy(&tally.stdout).into_owned();
-    assert!(
-        tally.status.success(),
-        "{tally_text}{}",
-        String::from_utf8_lossy(&tally.stderr)
-    );
+    let tally_text = python_script("predict_stats_report.py", &job);
     assert!(tally_text.starts_with("1 jobs"), "{tally_text}");
     // One row per size, 1 KiB .. 16 MiB in powers of 4, each read from both columns.
     for k in 0..8 {
@@ -721,12 +710,7 @@ fn predict_bench_output_is_what_the_tally_reads() {
         (last == "yes", text.replacen(row, &flipped_row, 1))
     };
     std::fs::write(&job, &flipped).unwrap();
-    let tally = std::process::Command::new("python3")
-        .arg(&script)
-        .arg(&job)
-        .output()
-        .expect("python3 runs");
-    let tally_text = String::from_utf8_lossy(&tally.stdout).into_owned();
+    let tally_text = python_script("predict_stats_report.py", &job);
     let row = tally_text
         .lines()
         .find(|l| l.split_whitespace().next() == Some("1024"))
@@ -758,14 +742,7 @@ fn curve_bumps_replays_the_rule_on_a_logged_set_up() {
     std::fs::write(dir.join("job-1.err"), log).unwrap();
     let row = "    262144    200           19.5           33.7      +73%  no               64           19.5           33.7      +73%  no\n";
     std::fs::write(dir.join("job-1.txt"), row).unwrap();
-    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/curve_bumps.py");
-    let out = std::process::Command::new("python3")
-        .arg(&script)
-        .arg(dir.join("job-1.err"))
-        .output()
-        .expect("python3 runs");
-    let text = String::from_utf8_lossy(&out.stdout).into_owned();
-    assert!(out.status.success(), "{text}{}", String::from_utf8_lossy(&out.stderr));
+    let text = python_script("curve_bumps.py", &dir.join("job-1.err"));
     assert!(
         text.contains("262144 B late receive 33.70 -> 21.20 us; calls 19.5 us, predicted 33.7 (+73%) -> 21.2 (+9%)"),
         "{text}"
@@ -774,6 +751,25 @@ fn curve_bumps_replays_the_rule_on_a_logged_set_up() {
     assert_eq!(text.matches(" -> ").count(), 2, "{text}");
     assert!(text.contains("1 set-ups read"), "{text}");
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// What `python3 scripts/NAME FILE` printed, once it has succeeded.
+fn python_script(name: &str, file: &std::path::Path) -> String {
+    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("scripts")
+        .join(name);
+    let out = std::process::Command::new("python3")
+        .arg(&script)
+        .arg(file)
+        .output()
+        .expect("python3 runs");
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "{name}: {text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    text
 }
 
 /// `mpi-examples/NAME.c` built with mpicc (warnings as errors) into the target directory.

@@ -940,7 +940,7 @@ pub fn ring(comm: MPI_Comm, rank: u32, hosts: &Hosts, train: bool) -> Result<Opt
             let lap = median(&mut laps);
             let step = match trains.is_empty() {
                 true => 0.0,
-                false => ((median(&mut trains) - lap) / (TRAIN_TOKENS - 1) as f64).max(0.0),
+                false => train_step(&mut trains, lap),
             };
             out = Some(Ring {
                 hop_s: lap / k as f64,
@@ -972,14 +972,19 @@ pub fn ring_train_again(comm: MPI_Comm, rank: u32, hosts: &Hosts, ring: &mut Opt
         let (next, prev) = (members[(i + 1) % k] as c_int, members[(i + k - 1) % k] as c_int);
         let mut trains = train_laps(comm, i == 0, next, prev)?;
         if let (0, Some(r)) = (i, ring.as_mut()) {
-            let lap = r.hop_s * k as f64;
-            let step = ((median(&mut trains) - lap) / (TRAIN_TOKENS - 1) as f64).max(0.0);
+            let step = train_step(&mut trains, r.hop_s * k as f64);
             r.train_passes_s.push(step);
             r.train_step_s = r.train_step_s.min(step);
         }
     }
     let mut req = raw::ibarrier(comm)?;
     wait_politely(&mut req)
+}
+
+/// A train pass's step (s): how much its median lap (`trains`) exceeds a lone token's `lap`,
+/// per extra token; at least 0.
+fn train_step(trains: &mut [f64], lap: f64) -> f64 {
+    ((median(trains) - lap) / (TRAIN_TOKENS - 1) as f64).max(0.0)
 }
 
 /// Laps of a train of [`TRAIN_TOKENS`] tokens: the first member sends them back to back and

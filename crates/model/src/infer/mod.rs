@@ -976,13 +976,13 @@ fn unsettled(j: &joining::Joined, store: &store::Store) -> usize {
             joining::confidence(replicated(e, halves), t, true) < SETTLED
         })
         .count()
-        + j.merged
-            .iter()
-            .filter(|m| {
-                let shortest = joining::shortest_kept(&j.tree, j.kept.iter().map(|k| k.0));
-                joining::contracted_confidence(m, shortest) < SETTLED
-            })
-            .count()
+        + {
+            let shortest = joining::shortest_kept(&j.tree, j.kept.iter().map(|k| k.0));
+            j.merged
+                .iter()
+                .filter(|m| joining::contracted_confidence(m, shortest) < SETTLED)
+                .count()
+        }
 }
 
 /// Residual (in noise units) above which a pair is measured again after the first joining.
