@@ -1,7 +1,7 @@
 //! Set-up readings kept for the rest of the process, so communicators made later reuse them.
 //!
 //! The calibration of predictions measures pairs of processes: two ranks of one host
-//! (`super::calibrate`, about 85 ms) and pairs across slow links (`super::burst`, about 0.19 s
+//! (`super::calibrate`, about 100 ms) and pairs across slow links (`super::burst`, about 0.19 s
 //! per pair). What it measures belongs to the processes and the path between them, not to the
 //! communicator, yet every profiled communicator used to measure again: a program that
 //! duplicates `MPI_COMM_WORLD` for a library, or builds a communicator per phase, paid it
