@@ -209,8 +209,11 @@ fn measure_size(
 /// last longer than one size: in 2 of 30 two-rank jobs on the VM (2026-11-29) every size from
 /// 1 KiB to 2 MiB read 20-95% slower than in the other jobs, while the jobs' calls ran as fast
 /// as elsewhere, so 4 KiB .. 256 KiB were predicted 26-95% slow. One rule for lone bumps
-/// (`estimate::send_curve`) cannot see a run of them. The second pass costs about 10 ms; the
-/// sizes from 4 MiB on, which take most of the set-up's time, are measured once.
+/// (`estimate::send_curve`) cannot see a run of them. The second pass costs about 13 ms; the
+/// sizes from 4 MiB on, which take most of the set-up's time, are measured once. Where the
+/// library fit rescales the curve (three ranks or more, all on one host) the curve's level
+/// cancels out and the pass changes little; it is taken anyway, so that the readings kept for
+/// a pair (`super::setup_cache`) are the same whichever communicator measured them.
 pub const SECOND_PASS_BELOW: u64 = 4 << 20;
 
 /// Keeps in `out` the lesser of each of its readings and `again`'s (a zero is the other rank's
