@@ -217,7 +217,9 @@ fn measure_size(
 pub const SECOND_PASS_BELOW: u64 = 4 << 20;
 
 /// Keeps in `out` the lesser of each of its readings and `again`'s (a zero is the other rank's
-/// reading, zero in both passes).
+/// reading, zero in both passes). The late sender's too: a send that waits for its receiver
+/// (rendezvous) reads the receiver's delay in both passes, so only a disturbed eager send can
+/// read a wait in one pass alone.
 fn keep_lesser(out: &mut [f64], again: &[f64]) {
     for (o, &a) in out.iter_mut().zip(again) {
         *o = o.min(a);
