@@ -85,6 +85,12 @@ pub struct MessageOverheadReport {
     pub prediction_passes_s: Vec<f64>,
     /// `token ring`, or `send burst` (host-mates' back-to-back sends, on one host).
     pub prediction_source: String,
+    /// Where two ranks share a host: how far apart the set-up's two passes over their
+    /// per-size costs read (the median over 1 KiB .. 2 MiB of the slower one-way time over the
+    /// faster; the costs keep the lesser of each). `None` where not measured, or in profiles
+    /// written before the second pass.
+    #[serde(default)]
+    pub curve_passes_apart: Option<f64>,
 }
 
 /// One size of the library's broadcast timed at set-up.

@@ -226,6 +226,28 @@ fn keep_lesser(out: &mut [f64], again: &[f64]) {
     }
 }
 
+/// The smallest size whose passes [`passes_apart`] compares: below it a one-way time is a few
+/// tenths of a microsecond, where timer noise alone sets ratios.
+pub const PASSES_APART_FROM: u64 = 1 << 10;
+
+/// How far apart the two passes read the one-way time (`first[i]`, `second[i]` per curve
+/// size; NaN where a size had no second pass): the median over the sizes from
+/// [`PASSES_APART_FROM`] of the slower over the faster. The median, so one disturbed size does
+/// not count (the lone-bump rule handles that one); a moment that slowed the set-up spans many.
+/// The profile reports it, since the predictions rest on the lesser of each pair: far apart,
+/// the host's state changed while the set-up timed it (in 2 of 30 two-rank jobs every size from
+/// 1 KiB to 2 MiB read 20-95% slower in one pass). `None` without a usable pair.
+pub fn passes_apart(first: &[f64], second: &[f64]) -> Option<f64> {
+    let ratios: Vec<f64> = CURVE_SIZES
+        .iter()
+        .zip(first.iter().zip(second))
+        .filter(|(&b, (f, s))| b >= PASSES_APART_FROM && **f > 0.0 && **s > 0.0)
+        .map(|(_, (&f, &s))| f.max(s) / f.min(s))
+        .filter(|r| r.is_finite())
+        .collect();
+    (!ratios.is_empty()).then(|| median(&ratios))
+}
+
 /// Logs (debug) the sizes where the second pass read any of this rank's readings more than 10%
 /// lower than the first.
 fn log_passes(lower: bool, first: &[f64], kept: &[f64]) {
@@ -299,7 +321,7 @@ pub unsafe fn measure(comm: MPI_Comm, rank: u32, hosts: &Hosts, shared: &Shared)
     };
     let n = CURVE_SIZES.len() * PER_SIZE;
     let key = shared.host_mates(a, b);
-    let kept = shared.lookup(comm, &[key], n + 1)?.pop().flatten();
+    let kept = shared.lookup(comm, &[key], n + EXTRA)?.pop().flatten();
     let reused = kept.is_some();
     let out = match kept {
         Some(out) => out,
@@ -323,15 +345,20 @@ pub unsafe fn measure(comm: MPI_Comm, rank: u32, hosts: &Hosts, shared: &Shared)
     Ok(Some(c))
 }
 
+/// Numbers after the sizes' readings: the burst, then how far apart the two passes read
+/// ([`passes_apart`]).
+const EXTRA: usize = 2;
+
 /// Collective: the pair `(a, b)` measures, the others wait; every rank returns the readings:
-/// `PER_SIZE` numbers per curve size, then the burst (zeros mean no reading).
+/// `PER_SIZE` numbers per curve size, then the burst and the passes' distance (zeros mean no
+/// reading).
 ///
 /// # Safety
 /// As [`measure`].
 unsafe fn readings(comm: MPI_Comm, rank: u32, (a, b): (u32, u32)) -> Result<Vec<f64>> {
     // The higher rank's late receives are sent to the lower one, which broadcasts everything.
     let n = CURVE_SIZES.len() * PER_SIZE;
-    let mut out = vec![0.0f64; n + 1];
+    let mut out = vec![0.0f64; n + EXTRA];
     if rank == a || rank == b {
         let lower = rank == a;
         let peer = if lower { b } else { a } as c_int;
@@ -347,6 +374,7 @@ unsafe fn readings(comm: MPI_Comm, rank: u32, (a, b): (u32, u32)) -> Result<Vec<
             out[i * PER_SIZE..(i + 1) * PER_SIZE].copy_from_slice(&r);
         }
         let first = out.clone();
+        let mut second = vec![f64::NAN; CURVE_SIZES.len()];
         for (i, &bytes) in CURVE_SIZES
             .iter()
             .enumerate()
@@ -355,8 +383,13 @@ unsafe fn readings(comm: MPI_Comm, rank: u32, (a, b): (u32, u32)) -> Result<Vec<
             let ack_s = out[1];
             let r = measure_size(comm, lower, peer, (&data, &mut buf), bytes, ack_s)?;
             keep_lesser(&mut out[i * PER_SIZE..(i + 1) * PER_SIZE], &r);
+            second[i] = r[1];
         }
         log_passes(lower, &first, &out);
+        if lower {
+            let firsts: Vec<f64> = (0..CURVE_SIZES.len()).map(|i| first[i * PER_SIZE + 1]).collect();
+            out[n + 1] = passes_apart(&firsts, &second).unwrap_or(0.0);
+        }
         let late: Vec<f64> = (0..CURVE_SIZES.len()).map(|i| out[i * PER_SIZE + 2]).collect();
         if lower {
             let t0 = raw::wtime();
@@ -431,6 +464,7 @@ fn calibration(rank: u32, (a, b): (u32, u32), out: &[f64], reused: bool) -> Resu
         send_curve: curve,
         pair_curve: None,
         library_timing: Vec::new(),
+        curve_passes_apart: (out[n + 1] > 0.0).then_some(out[n + 1]),
     }))
 }
 
@@ -459,6 +493,29 @@ mod tests {
         let again = CURVE_SIZES.iter().take_while(|&&b| b < SECOND_PASS_BELOW).count();
         assert_eq!(again, 19);
         assert!(CURVE_SIZES[again..].iter().all(|&b| b >= SECOND_PASS_BELOW));
+    }
+
+    #[test]
+    fn passes_apart_is_the_median_ratio_from_1_kib() {
+        let n = CURVE_SIZES.len();
+        let first: Vec<f64> = CURVE_SIZES.iter().map(|&b| 1e-6 + b as f64 * 1e-10).collect();
+        // A second pass reading every size 1.5x faster, but for one size 3x slower and the
+        // sizes below 1 KiB 10x faster (timer noise there is not counted); none from 4 MiB.
+        let second: Vec<f64> = CURVE_SIZES
+            .iter()
+            .zip(&first)
+            .map(|(&b, &f)| match b {
+                b if b >= SECOND_PASS_BELOW => f64::NAN,
+                b if b < PASSES_APART_FROM => f / 10.0,
+                b if b == 64 << 10 => f * 3.0,
+                _ => f / 1.5,
+            })
+            .collect();
+        let apart = passes_apart(&first, &second).unwrap();
+        assert!((apart - 1.5).abs() < 1e-9, "{apart}");
+        assert_eq!(passes_apart(&first, &first), Some(1.0));
+        assert_eq!(passes_apart(&first, &vec![f64::NAN; n]), None);
+        assert_eq!(passes_apart(&vec![0.0; n], &first), None);
     }
 
     #[test]

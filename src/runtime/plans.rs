@@ -88,6 +88,9 @@ struct Calibrated {
     send_buffer_bytes: f64,
     /// The library's broadcast timed at set-up on one host (`runtime::library_fit`).
     library_timing: Vec<crate::estimate::curve_fit::LibraryTiming>,
+    /// How far apart the set-up's two passes over the host-mates' curve read
+    /// (`estimate::calibrate::Calibration::curve_passes_apart`).
+    curve_passes_apart: Option<f64>,
     /// The sizes of `library_timing` whose calls the point-to-point model could not reproduce,
     /// fitted as a shared-memory release (`estimate::release`): the library's broadcasts of
     /// those sizes on one host are predicted with it.
@@ -391,6 +394,7 @@ impl Planner {
                 .filter(|_| ring)
                 .map_or(Vec::new(), |c| c.cpu_passes_s.clone()),
             prediction_source: if ring { "token ring" } else { "send burst" }.into(),
+            curve_passes_apart: self.calibrated.as_ref().and_then(|c| c.curve_passes_apart),
         })
     }
 
@@ -964,6 +968,7 @@ fn calibrated(
     let cpu_passes_s = ring.map_or(Vec::new(), |r| {
         r.cpu_passes_s.iter().copied().filter(|c| *c > 0.0).collect()
     });
+    let curve_passes_apart = measured.as_ref().and_then(|m| m.curve_passes_apart);
     let (send_curve, pair_curve, library_timing) = measured.map_or((None, None, Vec::new()), |m| {
         (m.send_curve, m.pair_curve, m.library_timing)
     });
@@ -986,6 +991,7 @@ fn calibrated(
         send_buffer_bytes: send_buffer_bytes.unwrap_or(0.0),
         library_timing,
         released,
+        curve_passes_apart,
     })
 }
 
@@ -1141,6 +1147,7 @@ mod tests {
             send_buffer_bytes: 0.0,
             library_timing: Vec::new(),
             released: None,
+            curve_passes_apart: None,
         });
         let predict = |root: u32, enter: Vec<f64>| {
             p.predict_given_entries(root, 1024, true, (&[enter], &[None]), None)[0]
@@ -1189,6 +1196,7 @@ mod tests {
             send_buffer_bytes: 0.0,
             library_timing: Vec::new(),
             released: None,
+            curve_passes_apart: None,
         };
         let grouping = |bytes, own: Option<&[u32]>| c.shared_cpus(bytes, own).map(|s| s.grouping.to_vec());
         if !super::super::library_fit::SENDS_MESSAGES {

@@ -55,6 +55,10 @@ pub struct Calibration {
     /// The library's broadcast timed at set-up on one host of three ranks or more (two under MPICH), per size
     /// (`runtime::library_fit`; empty elsewhere): what `send_curve` was scaled to.
     pub library_timing: Vec<super::curve_fit::LibraryTiming>,
+    /// How far apart the set-up's two passes over the host-mates' curve read its one-way
+    /// times (`runtime::calibrate::passes_apart`: the median over 1 KiB .. 2 MiB of the slower
+    /// over the faster; `None` where not measured). The curve keeps the lesser of each.
+    pub curve_passes_apart: Option<f64>,
 }
 
 /// `latency + bytes / bandwidth` through two one-way times `(bytes, seconds)`, the small size
