@@ -93,6 +93,17 @@ fn profile_counts_calls_and_bytes_exactly() {
     assert_eq!(world.size, np);
     assert_eq!(world.hosts.len(), np as usize);
     assert_eq!(world.sites.len(), 3, "{:#?}", world.sites);
+    // Every communicator has host-mates, whose costs were timed in two passes (or kept from a
+    // communicator that timed them): how far apart the passes read reaches each profile, the
+    // same on every rank (it is broadcast with the readings), and is a ratio of at least 1.
+    for c in &report.communicators {
+        let apart = c.message_overhead.as_ref().and_then(|m| m.curve_passes_apart);
+        assert!(
+            apart.is_some_and(|a| a.is_finite() && a >= 1.0),
+            "{}: {apart:?}",
+            c.label
+        );
+    }
     // The library's broadcast timed at set-up is in the profile: every size, a positive median
     // per pass and the scale kept; for the 2-rank halves of the split only under MPICH.
     let sizes = &treecast::runtime::library_fit::FIT_SIZES;
