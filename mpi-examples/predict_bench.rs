@@ -3,17 +3,22 @@
 //!
 //! ```text
 //! cargo build --release --example predict_bench
-//! mpirun -np 4 --oversubscribe target/release/examples/predict_bench [CALLS=200] [--sizes B,B,..] [--root R]
+//! mpirun -np 4 --oversubscribe target/release/examples/predict_bench [CALLS=200] [--sizes B,B,..] [--root R] [--fresh] [--interleave]
 //! ```
 //!
 //! Every rank makes `topo_bcast` calls from one call site, each after a barrier (so the ranks
 //! enter as nearly together as they can, as the headline prediction assumes), of 1 KiB, 4 KiB,
 //! ... 16 MiB (powers of 4, the sizes the one-host set-up times; `--sizes` for others, at most
 //! one per power-of-two size class) from root 0 (`--root`), up to `CALLS` per size, fewer for
-//! the largest so that each size moves at most 256 MiB, of written data, with profiling on and every call timed
-//! (`TREECAST_PROFILE_TIMING=all`; the profile goes to a temporary file unless
-//! `TREECAST_PROFILE` names one). After `MPI_Finalize` rank 0 reads the profile and prints,
-//! per size class:
+//! the largest so that each size moves at most 256 MiB, of written data, with profiling on and
+//! every call timed (`TREECAST_PROFILE_TIMING=all`; the profile goes to a temporary file unless
+//! `TREECAST_PROFILE` names one). By default every call of a size comes in a row and sends the
+//! same data, as MPI benchmarks make them and as the set-up times the library; a program mixes
+//! sizes and broadcasts what it has just computed:
+//! - `--fresh`: the root writes its data anew before each call's barrier;
+//! - `--interleave`: the sizes in turn, one call of each.
+//!
+//! After `MPI_Finalize` rank 0 reads the profile and prints, per size class:
 //! - the measured median of per-rank call durations, the prediction the profile compares with
 //!   it (with the set-up calibration: the median rank's predicted time in the call;
 //!   `TREECAST_CALIBRATE=0`: the uncalibrated contention-free completion, as before
@@ -47,11 +52,13 @@ fn main() {
     let args = match Args::parse(std::env::args().skip(1)) {
         Ok(a) => a,
         Err(e) => {
-            eprintln!("predict_bench: {e}\nusage: predict_bench [CALLS] [--sizes B,B,..] [--root R]");
+            eprintln!(
+                "predict_bench: {e}\nusage: predict_bench [CALLS] [--sizes B,B,..] [--root R] [--fresh] [--interleave]"
+            );
             std::process::exit(2);
         }
     };
-    let (calls, sizes, root) = (args.calls, args.sizes, args.root);
+    let (sizes, root, fresh) = (args.sizes.clone(), args.root, args.fresh);
 
     let universe = mpi::initialize().expect("MPI initialisation failed");
     let world = universe.world();
@@ -71,14 +78,15 @@ fn main() {
         .map(|i| (i as u8).wrapping_mul(31).wrapping_add(world.rank() as u8 + 1))
         .collect();
     let nranks = world.size();
-    for &bytes in &sizes {
-        let n = calls.min((256usize << 20) / bytes).max(10);
-        for _ in 0..n {
-            world.barrier();
-            if let Err(e) = world.topo_bcast(&mut buf[..bytes], root) {
-                eprintln!("rank {}: topo_bcast failed: {e}", world.rank());
-                world.abort(1);
-            }
+    for (k, bytes) in args.order() {
+        if fresh && world.rank() == root {
+            let stamp = k as u8;
+            buf[..bytes].iter_mut().for_each(|b| *b = b.wrapping_add(stamp) | 1);
+        }
+        world.barrier();
+        if let Err(e) = world.topo_bcast(&mut buf[..bytes], root) {
+            eprintln!("rank {}: topo_bcast failed: {e}", world.rank());
+            world.abort(1);
         }
     }
     let rank = world.rank();
@@ -110,8 +118,14 @@ fn main() {
         .iter()
         .any(|c| c.predicted.as_ref().is_some_and(|p| p.rank_median_s.is_some()));
     println!(
-        "{nranks} ranks ({}), topo_bcast from root {root} after a barrier, predictions {}",
+        "{nranks} ranks ({}), topo_bcast from root {root} after a barrier{}, predictions {}",
         report.mpi_library,
+        match (fresh, args.interleave) {
+            (false, false) => "",
+            (true, false) => ", the root's data written anew before each call",
+            (false, true) => ", the sizes in turn",
+            (true, true) => ", the sizes in turn, the root's data written anew before each call",
+        },
         if calibrated {
             "calibrated at set-up (median rank's time in the call)"
         } else {
@@ -221,21 +235,48 @@ fn bytes_text(b: usize) -> String {
 }
 
 /// The command line: calls per size, the sizes (default 1 KiB .. 16 MiB in powers of 4) and
-/// the root (default 0). Other sizes and roots are how the predictions are checked on inputs
-/// the set-up did not time: it times powers of 4 from root 0.
+/// the root (default 0), and whether the root writes its data anew before each call. Other
+/// sizes and roots are how the predictions are checked on inputs the set-up did not time: it
+/// times powers of 4 from root 0.
 #[derive(Debug, PartialEq)]
 struct Args {
     calls: usize,
     sizes: Vec<usize>,
     root: i32,
+    fresh: bool,
+    interleave: bool,
 }
 
 impl Args {
+    /// The calls in the order they are made, `(k, bytes)` for the size's `k`-th call: up to
+    /// `calls` per size, fewer for the largest so that each size moves at most 256 MiB (at
+    /// least 10); every call of a size in a row, or with `interleave` the sizes in turn (a
+    /// size whose calls have run out drops out of the turn).
+    fn order(&self) -> Vec<(usize, usize)> {
+        let per_size: Vec<(usize, usize)> = self
+            .sizes
+            .iter()
+            .map(|&b| (b, self.calls.min((256usize << 20) / b).max(10)))
+            .collect();
+        if !self.interleave {
+            return per_size
+                .iter()
+                .flat_map(|&(b, n)| (0..n).map(move |k| (k, b)))
+                .collect();
+        }
+        let rounds = per_size.iter().map(|p| p.1).max().unwrap_or(0);
+        (0..rounds)
+            .flat_map(|k| per_size.iter().filter(move |p| k < p.1).map(move |&(b, _)| (k, b)))
+            .collect()
+    }
+
     fn parse(mut it: impl Iterator<Item = String>) -> Result<Args, String> {
         let mut a = Args {
             calls: 200,
             sizes: (0..8).map(|k| 1024usize << (2 * k)).collect(),
             root: 0,
+            fresh: false,
+            interleave: false,
         };
         let mut positional = false;
         while let Some(arg) = it.next() {
@@ -264,6 +305,8 @@ impl Args {
                         .filter(|&r: &i32| r >= 0)
                         .ok_or_else(|| format!("--root takes a rank, not {v}"))?;
                 }
+                "--fresh" => a.fresh = true,
+                "--interleave" => a.interleave = true,
                 x if !positional && !x.starts_with('-') => {
                     a.calls = x
                         .parse::<usize>()

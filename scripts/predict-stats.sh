@@ -2,8 +2,9 @@
 # predict-stats.sh: how often do a profile's predictions meet issue 23's goal, job after job?
 #
 #   scripts/predict-stats.sh [--runs K] [--ranks N] [--mpich] [--emulated SHAPE] [--keep DIR]
-#                            [--calls C] [--sizes LIST] [--root R] [--bind] [--against BENCH]
-#                            [--env NAME=VALUE]... [--against-env NAME=VALUE]...
+#                            [--calls C] [--sizes LIST] [--root R] [--fresh] [--interleave]
+#                            [--bind] [--against BENCH] [--env NAME=VALUE]...
+#                            [--against-env NAME=VALUE]... [--against-arg ARG]...
 #
 # Runs `predict_bench` (a profiled job of topo_bcast calls, 1 KiB .. 16 MiB, that prints each
 # size's measured median against its prediction) K times (default 6), one job at a time, and
@@ -22,6 +23,10 @@
 # --sizes LIST, --root R: predict_bench's message sizes (bytes, comma-separated, at most one per
 # power-of-two class; default 1 KiB .. 16 MiB in powers of 4, the sizes the one-host set-up
 # times) and root (default 0): how the predictions hold on inputs the set-up did not time.
+# --fresh: the root writes its data anew before each call (predict_bench --fresh), as a program
+# broadcasts what it has just computed; by default the same data goes out call after call.
+# --interleave: the sizes in turn, one call of each (predict_bench --interleave), as a program's
+# calls of several sizes mix; by default every call of a size in a row.
 # --bind: one host, bind each rank to a core (round robin, several ranks to a core where they
 # outnumber the cores), so the ranks sharing a core stay the same through set-up and job.
 # --keep DIR: keep each job's output (job-K.txt), log (job-K.err) and profile (job-K.json, for
@@ -35,15 +40,16 @@
 # --env NAME=VALUE: every job's ranks get this environment variable (repeatable), e.g.
 # TREECAST_ALGORITHM=hier-pipeline:segs=1. --against-env NAME=VALUE: only the against jobs get it
 # (repeatable); without --against they run this checkout's predict_bench, so two settings are
-# compared job for job.
+# compared job for job. --against-arg ARG: likewise, an argument only the against jobs' predict_bench
+# gets (repeatable), e.g. --against-arg --interleave.
 #
 # Builds what it runs (cargo build --release --example predict_bench). Timings on a shared
 # machine: run nothing else meanwhile. Exit code 0 when every job ran (whatever it measured).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-runs=6 ranks=4 mpich=0 shape="" keep="" calls=200 sizes="" root="" bind=0 against="" prefix="${EMUCLUSTER_PREFIX:-tcpred}"
-envs=() against_envs=()
+runs=6 ranks=4 mpich=0 shape="" keep="" calls=200 sizes="" root="" fresh=0 interleave=0 bind=0 against="" prefix="${EMUCLUSTER_PREFIX:-tcpred}"
+envs=() against_envs=() against_extra=()
 while [ $# -gt 0 ]; do
   case "$1" in
     --runs) runs="${2:?}"; shift 2;;
@@ -54,6 +60,9 @@ while [ $# -gt 0 ]; do
     --calls) calls="${2:?}"; shift 2;;
     --sizes) sizes="${2:?}"; shift 2;;
     --root) root="${2:?}"; shift 2;;
+    --fresh) fresh=1; shift;;
+    --interleave) interleave=1; shift;;
+    --against-arg) against_extra+=("${2:?}"); shift 2;;
     --bind) bind=1; shift;;
     --against) against="${2:?}"; shift 2;;
     --env) envs+=("${2:?}"); shift 2;;
@@ -77,13 +86,16 @@ done
 bench_args=("$calls")
 [ -z "$sizes" ] || bench_args+=(--sizes "$sizes")
 [ -z "$root" ] || bench_args+=(--root "$root")
+[ "$fresh" = 0 ] || bench_args+=(--fresh)
+[ "$interleave" = 0 ] || bench_args+=(--interleave)
+against_args=("${bench_args[@]}" "${against_extra[@]}")
 
 if [ "$mpich" = 1 ]; then export TREECAST_MPI=mpich; fi
 . scripts/env.sh
 cargo build --release --example predict_bench >/dev/null
 [ -z "$shape" ] || cargo build --release --bin treecast >/dev/null # emucluster.sh runs it
 bench="$TREECAST_RELEASE/examples/predict_bench"
-[ -n "$against" ] || [ "${#against_envs[@]}" = 0 ] || against="$bench"
+[ -n "$against" ] || { [ "${#against_envs[@]}" = 0 ] && [ "${#against_extra[@]}" = 0 ]; } || against="$bench"
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/predict-stats.XXXXXX")
 out="${keep:-$work}"
@@ -100,8 +112,9 @@ trap 'exit 143' TERM
 # launch K [BENCH [TAG]]: the command of job K (its profile kept as job-K[TAG].json with --keep;
 # the against jobs, TAG .against, also get --against-env).
 launch() {
-  local env=() bench="${2:-$bench}" name="job-$1${3:-}" e extra=("${envs[@]}")
+  local env=() bench="${2:-$bench}" name="job-$1${3:-}" e extra=("${envs[@]}") bench_args=("${bench_args[@]}")
   [ -z "${3:-}" ] || extra+=("${against_envs[@]}")
+  [ -z "${3:-}" ] || bench_args=("${against_args[@]}")
   for e in "${extra[@]}"; do
     if [ "$mpich" = 1 ]; then env+=(-genv "${e%%=*}" "${e#*=}"); else env+=(-x "$e"); fi
   done
@@ -130,6 +143,8 @@ fi
 if [ "$bind" = 1 ]; then where="$where, bound to cores"; fi
 [ -z "$sizes" ] || where="$where, sizes $sizes"
 [ -z "$root" ] || where="$where, root $root"
+[ "$fresh" = 0 ] || where="$where, data written anew before each call"
+[ "$interleave" = 0 ] || where="$where, sizes in turn"
 [ "${#envs[@]}" = 0 ] || where="$where, ${envs[*]}"
 
 failed=0 files=() against_files=()
@@ -153,7 +168,7 @@ done
 echo "== $where: $runs jobs${against:+ each}, $failed failed"
 [ "${#files[@]}" = 0 ] || python3 scripts/predict_stats_report.py "${files[@]}"
 if [ -n "$against" ] && [ "${#against_files[@]}" != 0 ]; then
-  echo "== against $against${against_envs[*]:+ with ${against_envs[*]}}, jobs alternating with the above"
+  echo "== against $against${against_envs[*]:+ with ${against_envs[*]}}${against_extra[*]:+ given ${against_extra[*]}}, jobs alternating with the above"
   python3 scripts/predict_stats_report.py "${against_files[@]}"
 fi
 [ "$failed" = 0 ]

@@ -662,6 +662,57 @@ fn predict_stats_gives_each_arm_its_settings() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// `scripts/predict-stats.sh --fresh` reaches every job's `predict_bench` and `--against-arg`
+/// only the other arm's: a comparison of calls made in a row against calls of the sizes in
+/// turn runs what it says, and each arm's benchmark says which it made and prints every size.
+#[test]
+fn predict_stats_gives_each_arm_its_arguments() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let dir = std::env::temp_dir().join(format!("treecast-stats-args-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let mut cmd = std::process::Command::new("timeout");
+    cmd.args(["300", "bash"]).arg(root.join("scripts/predict-stats.sh"));
+    cmd.args([
+        "--runs",
+        "1",
+        "--ranks",
+        "2",
+        "--calls",
+        "10",
+        "--sizes",
+        "1024,65536",
+        "--fresh",
+        "--against-arg",
+        "--interleave",
+        "--keep",
+    ]);
+    cmd.arg(&dir);
+    if matches!(common::launcher(), common::Launcher::Hydra) {
+        cmd.arg("--mpich");
+    }
+    let out = cmd.output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}\n{}", String::from_utf8_lossy(&out.stderr));
+    let read = |name: &str| std::fs::read_to_string(dir.join(name)).unwrap_or_else(|e| panic!("{name}: {e}"));
+    let (main, against) = (read("job-1.txt"), read("job-1.against.txt"));
+    for (job, interleaved) in [(&main, false), (&against, true)] {
+        let header = job.lines().next().unwrap_or_default();
+        assert!(
+            header.contains("the root's data written anew before each call"),
+            "{job}"
+        );
+        assert_eq!(header.contains("the sizes in turn"), interleaved, "{job}");
+        for size in ["1024", "65536"] {
+            assert!(
+                job.lines().any(|l| l.split_whitespace().next() == Some(size)),
+                "no row for {size} B: {job}"
+            );
+        }
+    }
+    assert!(text.contains("given --interleave"), "{text}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// `predict_bench` (issue 23's benchmark) runs under mpirun and prints a row per size, the
 /// line of sizes whose calls moved within the job and the verdict; and
 /// `scripts/predict_stats_report.py`, which tallies its outputs over jobs
