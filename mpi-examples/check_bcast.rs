@@ -543,6 +543,56 @@ fn mode_soak(world: &mpi::topology::SimpleCommunicator, calls: u64) {
     }
 }
 
+/// Communicators made and freed over and over, each broadcasting sizes of several classes in
+/// turn from every root: the fast path remembers a call per class of count, and each entry
+/// names a communicator's private duplicate (and, profiled, its state). A freed
+/// communicator's handle is soon reused by the next one (of another size, every other round:
+/// half of the ranks), so an entry surviving the free would send on a freed duplicate or
+/// count into a freed state.
+fn mode_churn(world: &mpi::topology::SimpleCommunicator, rounds: u64) {
+    let me = world.rank();
+    let sizes = [8usize, 1000, 1024, 65536];
+    for round in 0..rounds {
+        let comm: mpi::topology::SimpleCommunicator = if round % 2 == 0 {
+            world.duplicate()
+        } else {
+            let color = mpi::topology::Color::with_value(me % 2);
+            world
+                .split_by_color(color)
+                .unwrap_or_else(|| fail("split gave no communicator".into()))
+        };
+        let n = comm.size();
+        for i in 0..64u64 {
+            let root = (i % n as u64) as i32;
+            let size = sizes[(i % sizes.len() as u64) as usize];
+            let stamp = |b: &mut [u8]| {
+                b.iter_mut()
+                    .enumerate()
+                    .for_each(|(j, x)| *x = (round as usize * 13 + i as usize * 7 + j) as u8)
+            };
+            let mut ours = vec![0u8; size];
+            let mut theirs = vec![0u8; size];
+            if comm.rank() == root {
+                stamp(&mut ours);
+                stamp(&mut theirs);
+            }
+            comm.topo_bcast(&mut ours[..], root)
+                .unwrap_or_else(|e| fail(format!("churn round {round}, call {i}, {size} B from {root}: {e}")));
+            reference(&comm, root, &mut theirs[..]);
+            compare(
+                &format!("churn round {round}, call {i}, {size} B from {root}"),
+                &ours,
+                &theirs,
+            );
+        }
+        drop(comm);
+    }
+    world.barrier();
+    if me == 0 {
+        println!("CHECK OK churn {rounds} rounds");
+    }
+}
+
 fn mode_large(world: &mpi::topology::SimpleCommunicator, bytes: u64) {
     let me = world.rank();
     let mut buf = vec![0u8; bytes as usize];
@@ -758,11 +808,12 @@ fn main() {
         Some("match") => mode_match(&world, &args[1..]),
         Some("bad") => mode_bad(&world),
         Some("soak") => mode_soak(&world, args.get(1).and_then(|s| s.parse().ok()).unwrap_or(10_000)),
+        Some("churn") => mode_churn(&world, args.get(1).and_then(|s| s.parse().ok()).unwrap_or(40)),
         Some("profile") => mode_profile(&world),
         Some("imbalance") => mode_imbalance(&world),
         Some("trial") => mode_trial(&world, &args[1..]),
         Some("routes") => mode_routes(&world, args.get(1).map(String::as_str).unwrap_or("library")),
         Some("large") => mode_large(&world, parse_size(args.get(1).map(String::as_str).unwrap_or("2GiB+5"))),
-        _ => fail("usage: check_bcast match CASE... | bad | soak N | large BYTES".into()),
+        _ => fail("usage: check_bcast match CASE... | bad | soak N | churn ROUNDS | large BYTES".into()),
     }
 }

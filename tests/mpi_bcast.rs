@@ -194,6 +194,30 @@ fn ten_thousand_calls_do_not_grow_memory() {
     assert_ok(&out, 1, "soak");
 }
 
+/// Communicators freed and made again while their calls of several sizes sit in the fast
+/// path's entries: every call gives MPI_Bcast's bytes, profiled or not (a profiled entry also
+/// names the communicator's state), with the library's route and with treecast's plan.
+#[test]
+fn mixed_sizes_on_communicators_freed_and_made_again() {
+    let profile = std::env::temp_dir().join(format!("treecast-churn-{}.json", std::process::id()));
+    let profile = profile.display().to_string();
+    for np in [2, 4] {
+        for env in [
+            vec![("TREECAST_TIMEOUT", "120")],
+            vec![("TREECAST_TIMEOUT", "120"), ("TREECAST_PROFILE", profile.as_str())],
+            vec![
+                ("TREECAST_TIMEOUT", "120"),
+                ("TREECAST_ROUTE", "library"),
+                ("TREECAST_PROFILE", profile.as_str()),
+            ],
+        ] {
+            let out = mpirun(np, &example("check_bcast"), &["churn", "40"], &env, 900);
+            assert_ok(&out, 1, &format!("churn on {np} ranks, {env:?}"));
+        }
+    }
+    let _ = std::fs::remove_file(&profile);
+}
+
 #[test]
 fn message_above_2_gib() {
     let out = mpirun(2, &example("check_bcast"), &["large", "2GiB+5"], ENV, 900);

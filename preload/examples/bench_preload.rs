@@ -7,7 +7,8 @@
 //! and without `libtreecast_preload.so`. Inside each run the program times `MPI_Bcast` and
 //! `PMPI_Bcast` in alternating batches; `PMPI_Bcast` never passes through the interposer, so
 //! `MPI_Bcast / PMPI_Bcast` is the interposer's cost measured side by side in the same
-//! processes (the goal: at most 1.02 with serving off). Configurations:
+//! processes (the goal: at most 1.02 with serving off). BYTES may list up to 8 sizes, comma
+//! separated, broadcast in turn (one call of each), as a program mixes them. Configurations:
 //!
 //! `sweep` instead judges issue 18's goal through the interposer: `MPI_Bcast` served by treecast
 //! at most 1.03x `PMPI_Bcast`, 1 B .. 64 KiB, in back-to-back loops and barrier-separated calls

@@ -237,7 +237,8 @@ pub fn library_failed(rc: std::os::raw::c_int) -> Result<()> {
 }
 
 /// The fast path of repeated calls on the library route: the same communicator, datatype,
-/// count and root as the last call remembered, whose route was settled on the library. It
+/// count and root as the last call of that count's class remembered, whose route was settled
+/// on the library. It
 /// skips the attribute lookup, the lock and the datatype queries — what a broadcast of a few
 /// bytes cannot afford next to the library's 0.1-0.3 us.
 ///
@@ -252,11 +253,12 @@ pub fn library_failed(rc: std::os::raw::c_int) -> Result<()> {
 /// (profiling an 8 B broadcast through the interposer cost +100% while only unprofiled calls
 /// had a fast path). A call due for an `MPI_Bcast` comparison takes the full path.
 ///
-/// One entry for the process, read and written under a sequence lock, not a thread-local: a
-/// thread-local in a library loaded with `LD_PRELOAD` costs a `__tls_get_addr` call per access
-/// (10 ns of a 100 ns broadcast). Threads broadcasting concurrently on different communicators
-/// only displace each other's entry (their calls take the full path), never use a wrong one:
-/// the entry's meaning does not depend on the thread.
+/// Entries for the process, one per power-of-two class of the count (`last_call`), each read
+/// and written under a sequence lock, not thread-locals: a thread-local in a library loaded
+/// with `LD_PRELOAD` costs a `__tls_get_addr` call per access (10 ns of a 100 ns broadcast).
+/// Threads broadcasting concurrently on different communicators only displace each other's
+/// entries (their calls take the full path), never use a wrong one: an entry's meaning does
+/// not depend on the thread.
 mod fast {
     use super::last_call::{self, lookup};
     use super::*;
@@ -365,7 +367,7 @@ mod fast {
     }
 }
 
-/// The call's result if it repeats the last remembered call on a settled library route (see
+/// The call's result if it repeats a remembered call on a settled library route (see
 /// `fast`), else `None` (take the full path). Front ends may try it before their own checks: a
 /// remembered call was a valid one on a live intra-communicator with a root in range.
 ///
@@ -383,7 +385,7 @@ pub unsafe fn try_fast(
     fast::try_library(comm, buf, count, datatype, root, site)
 }
 
-/// The private duplicate to pass to `PMPI_Bcast` when this call repeats the last remembered
+/// The private duplicate to pass to `PMPI_Bcast` when this call repeats a remembered
 /// one on a settled library route and its communicator is not profiled, else `None` (take
 /// [`try_fast`] or the full path). For an entry point that must cost no more than a call
 /// through one more function: the interposer's `MPI_Bcast` calls `PMPI_Bcast` itself with no
