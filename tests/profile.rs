@@ -180,6 +180,34 @@ fn profile_counts_calls_and_bytes_exactly() {
     let a_bytes: u64 = (0..37u64).map(|i| i * 13 % 1000 + 1).sum();
     assert_eq!(a.bytes, a_bytes);
     assert_eq!(b.bytes, 11 * 4096);
+    // Per size class, the calls whose previous broadcast on world was of another class: site
+    // A's sizes in turn, then B's first call (after A's last) and G's (after B's last).
+    let world_classes: Vec<u8> = (0..37u64)
+        .map(|i| i * 13 % 1000 + 1)
+        .chain(std::iter::repeat_n(4096, 11))
+        .chain(std::iter::repeat_n(2048, 2 * np as usize))
+        .map(treecast::plan::size_class)
+        .collect();
+    let mut after_other: std::collections::BTreeMap<(usize, u8), u64> = Default::default();
+    for (k, w) in world_classes.windows(2).enumerate() {
+        let site = if k + 1 < 37 {
+            0
+        } else if k + 1 < 48 {
+            1
+        } else {
+            2
+        };
+        *after_other.entry((site, w[1])).or_insert(0) += u64::from(w[0] != w[1]);
+    }
+    for (i, s) in [a, b].iter().enumerate() {
+        for k in &s.size_classes {
+            let want = after_other.get(&(i, k.class)).copied().unwrap_or(0);
+            assert_eq!(k.calls_after_other_size, want, "{} class {}", s.site, k.class);
+        }
+    }
+    // A's sizes grow through 7 classes (1 B .. 469 B): 6 calls follow another class.
+    assert_eq!(a.size_classes.iter().map(|k| k.calls_after_other_size).sum::<u64>(), 6);
+    assert_eq!(b.size_classes[0].calls_after_other_size, 1);
     for s in [a, b] {
         assert!(s.site.contains("check_bcast.rs:"), "{}", s.site);
         assert_eq!(s.ranks, np);

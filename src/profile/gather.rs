@@ -138,6 +138,7 @@ fn time_stats(h: &Histogram) -> TimeStats {
 struct ClassMerge {
     calls: u64,
     bytes: u64,
+    after_other_size: u64,
     rank_calls: u64,
     time: Histogram,
     roots: BTreeMap<u32, u64>,
@@ -181,6 +182,7 @@ fn class_report(
         max_bytes,
         calls: m.calls,
         bytes: m.bytes,
+        calls_after_other_size: m.after_other_size,
         rank_calls: m.rank_calls,
         time,
         roots: m.roots.into_iter().collect(),
@@ -447,6 +449,7 @@ fn merge(st: &dyn ProfiledComm, ranks: &[RankWire]) -> CommReport {
                 // Per-rank counts are the same on every rank calling from here: take the max.
                 m.calls = m.calls.max(c.calls);
                 m.bytes = m.bytes.max(c.bytes);
+                m.after_other_size = m.after_other_size.max(c.after_other_size);
                 m.rank_calls += c.calls;
                 for (&r, &n) in &c.roots {
                     let e = m.roots.entry(r).or_insert(0);

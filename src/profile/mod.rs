@@ -108,6 +108,12 @@ pub struct ClassStats {
     pub time: Histogram,
     /// Calls per root (the prediction depends on the root too).
     pub roots: BTreeMap<u32, u64>,
+    /// Of `calls`, those whose previous broadcast on the communicator was of another size
+    /// class: a program mixing sizes, where the set-up times calls of one size in a row (on
+    /// one host a small call after calls of other sizes ran up to twice as long: README,
+    /// "Calls as a program makes them").
+    #[serde(default)]
+    pub after_other_size: u64,
 }
 
 /// One site's statistics on one rank.
@@ -148,6 +154,7 @@ impl SiteStats {
             let c = self.classes.entry(class).or_default();
             c.calls += o.calls;
             c.bytes += o.bytes;
+            c.after_other_size += o.after_other_size;
             c.time.merge(&o.time);
             for (&r, &n) in &o.roots {
                 *c.roots.entry(r).or_insert(0) += n;

@@ -361,6 +361,10 @@ pub struct SizeClassReport {
     /// the class's size (`profile::placement`); `None` where no call's CPUs were all read.
     #[serde(default)]
     pub cpu_groups: Option<CpuGroups>,
+    /// Of `calls`, those whose previous broadcast on the communicator was of another size
+    /// class (`ClassStats::after_other_size`; the same on every rank).
+    #[serde(default)]
+    pub calls_after_other_size: u64,
 }
 
 /// Which ranks shared a CPU in a size class's calls every rank timed (groupings as

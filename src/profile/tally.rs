@@ -96,6 +96,9 @@ struct Cell {
     bytes: u64,
     failures: u64,
     mpi_bcast_calls: u64,
+    /// Calls whose previous call on the communicator was of another size class
+    /// (`ClassStats::after_other_size`).
+    after_other_size: u64,
     /// Calls per root; the last entry is the most recent root (usually the only one).
     roots: Vec<(u32, u64)>,
     time: Histogram,
@@ -120,6 +123,7 @@ impl Cell {
             bytes: 0,
             failures: 0,
             mpi_bcast_calls: 0,
+            after_other_size: 0,
             roots: Vec::new(),
             time: Histogram::default(),
             stride: 1,
@@ -286,7 +290,9 @@ impl Tally {
                 h.cell
             }
             _ => {
+                let other_size = self.hot.is_some_and(|h| h.class != class);
                 let i = self.heat(site, class, root);
+                self.cells[i].after_other_size += u64::from(other_size);
                 let h = self.hot.as_mut().expect("just heated");
                 (h.calls, h.bytes) = (1, bytes);
                 i
@@ -372,6 +378,7 @@ impl Tally {
             let class = s.classes.entry(c.class).or_insert_with(ClassStats::default);
             class.calls += c.calls;
             class.bytes += c.bytes;
+            class.after_other_size += c.after_other_size;
             class.time.merge(&c.time);
             for &(r, n) in &c.roots {
                 *class.roots.entry(r).or_insert(0) += n;
@@ -490,6 +497,32 @@ mod tests {
         assert_eq!(roots, [(0, 300), (1, 300), (2, 300)]);
         assert_eq!(st.classes[&crate::plan::size_class(4096)].roots.get(&3), Some(&100));
         assert!(timed < 200, "most calls untimed: {timed}");
+    }
+
+    /// A call counts as following another size when the previous call on the communicator
+    /// was of another size class, whatever its site or root; a change of site or root alone
+    /// does not count.
+    #[test]
+    fn calls_after_another_size_are_counted() {
+        let mut t = Tally::default();
+        let call = |t: &mut Tally, site_no: usize, root: u32, bytes: u64, seq: u64| {
+            let p = t.begin(site(site_no), root, bytes, seq, false);
+            t.end(p, true);
+        };
+        // 64 B and 4 KiB in turn: every call but the first follows the other size.
+        for seq in 0..10u64 {
+            call(&mut t, 1, 0, if seq % 2 == 0 { 64 } else { 4096 }, seq);
+        }
+        // Then 4 KiB ten times (the last call was 4 KiB too), from other roots and another
+        // site: none follows another size.
+        for seq in 10..20u64 {
+            call(&mut t, if seq < 15 { 1 } else { 2 }, (seq % 3) as u32, 4096, seq);
+        }
+        let sites = t.sites(&Clock::global().line());
+        let class = |site_no: usize, bytes: u64| &sites[&site(site_no)].classes[&crate::plan::size_class(bytes)];
+        assert_eq!((class(1, 64).calls, class(1, 64).after_other_size), (5, 4));
+        assert_eq!((class(1, 4096).calls, class(1, 4096).after_other_size), (10, 5));
+        assert_eq!((class(2, 4096).calls, class(2, 4096).after_other_size), (5, 0));
     }
 
     #[test]
