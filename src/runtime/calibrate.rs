@@ -181,12 +181,7 @@ fn measure_size(
         }
     }
     if stream {
-        let us = |v: &[f64]| {
-            v.iter()
-                .map(|t| format!("{:.1}", t * 1e6))
-                .collect::<Vec<_>>()
-                .join(" ")
-        };
+        let us = |v: &[f64]| us_list(v, 1);
         if lower {
             log::trace!("treecast: calibration {bytes} B: trips (us) {}", us(&trips));
         } else {
@@ -248,18 +243,22 @@ pub fn passes_apart(first: &[f64], second: &[f64]) -> Option<f64> {
     (!ratios.is_empty()).then(|| median(&ratios))
 }
 
+/// Seconds as microseconds with `decimals` decimals, separated by spaces: the logs' lists of
+/// readings.
+fn us_list(v: &[f64], decimals: usize) -> String {
+    v.iter()
+        .map(|t| format!("{:.*}", decimals, t * 1e6))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
 /// Logs (debug) the sizes where the second pass read any of this rank's readings more than 10%
 /// lower than the first.
 fn log_passes(lower: bool, first: &[f64], kept: &[f64]) {
     if !log::log_enabled!(log::Level::Debug) {
         return;
     }
-    let us = |r: &[f64]| {
-        r.iter()
-            .map(|t| format!("{:.2}", t * 1e6))
-            .collect::<Vec<_>>()
-            .join(" ")
-    };
+    let us = |r: &[f64]| us_list(r, 2);
     let moved: Vec<String> = CURVE_SIZES
         .iter()
         .zip(first.chunks_exact(PER_SIZE).zip(kept.chunks_exact(PER_SIZE)))
