@@ -433,6 +433,44 @@ fn fortran_mpi_f08_program_same_output_and_profile() {
     assert_eq!((single.sites[0].calls, single.sites[0].bytes), (6, 4 * F08_INTS_SUM));
 }
 
+/// A program that mixes sizes (`mpi-examples/mixed_sizes.c`: four sizes in turn from rank 0,
+/// then 100 B from every rank in turn) gives the same output under the interposer, and its
+/// profile counts, per size class, the calls that followed a broadcast of another size: every
+/// call but the very first.
+#[test]
+fn mixed_sizes_program_counts_calls_after_another_size() {
+    let exe = program(&mpicc(), "mixed_sizes.c", "mixed_sizes", &["-O2", "-Wall", "-Werror"]);
+    let np = 2;
+    let path = profile_path("mixed");
+    let p = path.display().to_string();
+    same_with_preload(np, &exe, &[], &[("TREECAST_PROFILE", p.as_str())]);
+    let r = load(&path);
+    let w = world(&r);
+    let main = w.sites.iter().find(|s| s.bytes == 75 * (1000 + 8000 + 64000 + 512000));
+    let small = w.sites.iter().find(|s| s.bytes == 300 * 100);
+    let (Some(main), Some(small)) = (main, small) else {
+        panic!(
+            "sites: {:?}",
+            w.sites.iter().map(|s| (&s.site, s.bytes)).collect::<Vec<_>>()
+        );
+    };
+    assert_eq!(main.size_classes.len(), 4, "{:#?}", main.size_classes);
+    let after: Vec<(u64, u64)> = main
+        .size_classes
+        .iter()
+        .map(|k| (k.calls, k.calls_after_other_size))
+        .collect();
+    assert_eq!(after, [(75, 74), (75, 75), (75, 75), (75, 75)]);
+    assert_eq!(
+        small
+            .size_classes
+            .iter()
+            .map(|k| k.calls_after_other_size)
+            .collect::<Vec<_>>(),
+        [300]
+    );
+}
+
 #[test]
 fn inter_communicators_are_left_to_mpi() {
     let out = same_with_preload(4, &c_program(), &["inter"], &[("TREECAST_LOG", "debug"), SERVED]);

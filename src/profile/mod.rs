@@ -110,8 +110,8 @@ pub struct ClassStats {
     pub roots: BTreeMap<u32, u64>,
     /// Of `calls`, those whose previous broadcast on the communicator was of another size
     /// class: a program mixing sizes, where the set-up times calls of one size in a row (on
-    /// one host a small call after calls of other sizes ran up to twice as long: README,
-    /// "Calls as a program makes them").
+    /// one host a small call after calls of other sizes took 1.3-2.3 times its prediction:
+    /// README, "Calls as a program makes them").
     #[serde(default)]
     pub after_other_size: u64,
 }
