@@ -292,8 +292,8 @@ fn placement_notes(c: &CommReport) -> String {
 /// entries where the profile has them) whose calls mostly followed a broadcast of another size
 /// class (`SizeClassReport::calls_after_other_size`): the set-up times each size's calls in a
 /// row, and a program that mixes sizes does not run them so. On one host, 2 Open MPI ranks
-/// (`predict_bench --fresh --interleave`, 8 jobs against 8 in a row, 2026-11-30), 1 KiB ran
-/// 24-57% slower than predicted and 4 KiB 21-47%, where in a row both were within 25%.
+/// (`predict_bench --fresh --interleave`, 8 jobs against 8 in a row, 2026-11-30), 1 KiB was
+/// predicted 24-57% short and 4 KiB 21-47%, where in a row both were within 25%.
 fn mixed_size_notes(c: &CommReport) -> String {
     use super::report::GOAL;
     let mut out = String::new();
