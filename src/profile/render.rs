@@ -559,7 +559,7 @@ fn waiting_for_cores(c: &CommReport, s: &SiteReport, a: &super::report::ArrivalR
     let longer = if worst > -1.0 {
         format!("up to {:.1}x the time", 1.0 / (1.0 + worst))
     } else {
-        "far longer".to_string()
+        "far longer than the time".to_string()
     };
     Some(format!(
         "(!) but {} and these calls took {longer} predicted from when their ranks entered: much of \
