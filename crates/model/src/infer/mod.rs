@@ -314,6 +314,8 @@ pub fn infer(prober: &mut dyn Prober, opts: &InferOptions) -> Result<Inferred, I
     let strategy = opts.strategy.resolve(n);
     let mut run = driver::Run::new(prober, opts.ping, opts.seed);
     run.hint = opts.locality_hint && strategy != Strategy::Paper;
+    // Hosts sharing CPUs share a kernel whose speed moves in windows (`store`).
+    run.store.use_median_of_windows(opts.resolution_s > 0.0);
     let mut stats = InferStats::default();
     let mut contracted: Vec<joining::Merged> = Vec::new();
     let mut main = match strategy {
