@@ -106,6 +106,7 @@ if [ "$want_mpich" = 1 ] && ! probe_mpich; then
     python3 -m pip install --quiet --disable-pip-version-check --root-user-action=ignore \
       --no-deps --prefix "$home" "$PROBE_MPICH_WHEEL" >&2 ||
       echo "setup: pip failed installing $PROBE_MPICH_WHEEL" >&2
+    mpich_home_from_local "$home"
   fi
   if ! probe_mpich; then
     echo "setup: missing MPICH under $home (TREECAST_MPI=mpich, the MPICH tests); install it with" \

@@ -10,6 +10,16 @@ cd "$(dirname "$0")/.."
 # The integration tests that launch MPI jobs (the rest are MPI-free and run once).
 mpi_tests=(c_api conformance mpi_bcast preload probe profile)
 
+# MPICH must be there before its build: without it that build would quietly take Open MPI's mpicc
+# from the PATH, and only the tests that call MPICH's wrappers by path would fail, naming Open MPI.
+need_mpich() {
+  if ! probe_mpich; then
+    echo "test.sh: no working MPICH under $TREECAST_MPICH_HOME for the MPICH build and tests" \
+      "(setup.sh said why above)" >&2
+    exit 1
+  fi
+}
+
 # The MPI tests with MPICH (after `TREECAST_MPI=mpich . scripts/env.sh`). PyPI's MPICH has no
 # Fortran bindings, so the Fortran interposer tests are skipped when it has no mpifort.
 mpich_tests() {
@@ -24,6 +34,7 @@ mpich_tests() {
 if [ "${TREECAST_MPI:-}" = mpich ]; then
   echo "== TREECAST_MPI=mpich: only the MPICH build and its MPI tests"
   TREECAST_MPI=mpich . scripts/env.sh
+  need_mpich
   cargo build --release --all-targets
   mpich_tests
   echo "== all tests passed (MPICH)"
@@ -59,6 +70,7 @@ if [ -z "${TREECAST_MPI:-}" ]; then
   (
     export TREECAST_MPI=mpich
     . scripts/env.sh
+    need_mpich
     cargo build --release --all-targets
     mpich_tests
   )

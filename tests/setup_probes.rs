@@ -25,7 +25,9 @@ impl Fake {
         fs::create_dir_all(dir.join("bin")).unwrap();
         // The few real tools the probes use, and nothing else of the machine's PATH (which
         // on a set-up machine has the real mpicc and llvm-config).
-        for tool in ["od", "tr", "mktemp", "rm", "cat", "dirname", "id", "grep", "printf"] {
+        for tool in [
+            "od", "tr", "mktemp", "rm", "cat", "dirname", "id", "grep", "printf", "ln",
+        ] {
             if let Some(p) = which(tool) {
                 std::os::unix::fs::symlink(p, dir.join("bin").join(tool)).unwrap();
             }
@@ -216,6 +218,44 @@ fn mpich_is_a_home_whose_wrapper_builds_a_program() {
         "while [ $# -gt 0 ]; do [ \"$1\" = -o ] && : >\"$2\"; shift; done",
     );
     assert!(f.probe("probe_mpich", &default));
+}
+
+/// Debian's own python3 puts `pip install --prefix HOME` under HOME/local (its posix_local
+/// scheme): on a fresh Debian machine the MPICH wheel landed in HOME/local/bin and the MPICH
+/// tests found no HOME/bin/mpicc. `mpich_home_from_local`, which setup.sh runs after pip, links
+/// the home's bin, lib and include to local's, after which the probe finds it; a home that
+/// already has its own bin is left as it is.
+#[test]
+fn mpich_installed_under_local_is_linked_into_its_home() {
+    let f = Fake::new("mpich-local");
+    let home = f.dir.join("mpich");
+    let local_bin = home.join("local/bin");
+    fs::create_dir_all(&local_bin).unwrap();
+    fs::create_dir_all(home.join("local/lib")).unwrap();
+    let compiles = "while [ $# -gt 0 ]; do [ \"$1\" = -o ] && : >\"$2\"; shift; done";
+    tool_at(&local_bin, "mpicc", compiles);
+    tool_at(&local_bin, "mpirun", "exit 0");
+    tool_at(&local_bin, "mpichversion", "echo 'MPICH Version: 5.0.2'");
+    let env = [("TREECAST_MPICH_HOME", home.display().to_string())];
+    assert!(!f.probe("probe_mpich", &env), "the wheel's files under local/ only");
+    let link = format!("mpich_home_from_local '{}'", home.display());
+    assert!(f.probe(&link, &env));
+    assert!(f.probe("probe_mpich", &env), "linked: the home is an MPICH");
+    assert!(fs::symlink_metadata(home.join("bin")).unwrap().file_type().is_symlink());
+    assert!(
+        home.join("lib").exists() && !home.join("include").exists(),
+        "only what local/ has"
+    );
+    // Again, and on a home with a bin of its own: nothing changes.
+    assert!(f.probe(&link, &env));
+    let other = f.dir.join("other");
+    fs::create_dir_all(other.join("bin")).unwrap();
+    fs::create_dir_all(other.join("local/bin")).unwrap();
+    assert!(f.probe(&format!("mpich_home_from_local '{}'", other.display()), &env));
+    assert!(!fs::symlink_metadata(other.join("bin"))
+        .unwrap()
+        .file_type()
+        .is_symlink());
 }
 
 /// An executable script `bin/name`.

@@ -135,5 +135,19 @@ probe_mpich() {
     probe_compiles "$home/bin/mpicc" c '#include <mpi.h>
 int main(int c, char **v) { MPI_Init(&c, &v); return MPI_Finalize(); }'
 }
+# Debian's own python3 installs `pip install --prefix P` under P/local (its sysconfig scheme is
+# posix_local), where a pyenv or upstream Python installs under P: a fresh Debian machine got
+# P/local/bin/mpicc and the MPICH tests found no P/bin/mpicc. Link P/bin, P/lib and P/include to
+# P/local's when only the latter exist, so the home is the same whichever python3 installed it;
+# the wrappers find their prefix from their own path, through the link or not.
+mpich_home_from_local() {
+  local home="$1" d
+  [ -d "$home/local/bin" ] || return 0
+  for d in bin lib include; do
+    if [ -e "$home/local/$d" ] && [ ! -e "$home/$d" ] && [ ! -L "$home/$d" ]; then
+      ln -s "local/$d" "$home/$d" || return 1
+    fi
+  done
+}
 # pip, which installs the MPICH wheel.
 probe_pip() { probe_have python3 && python3 -m pip --version >/dev/null 2>&1; }
