@@ -196,10 +196,7 @@ fn mpich_is_a_home_whose_wrapper_builds_a_program() {
     let tool = |name: &str, script: &str| tool_at(&bin, name, script);
     let env = [("TREECAST_MPICH_HOME", home.display().to_string())];
     assert!(!f.probe("probe_mpich", &env), "an empty prefix");
-    tool(
-        "mpicc",
-        "while [ $# -gt 0 ]; do [ \"$1\" = -o ] && : >\"$2\"; shift; done",
-    );
+    tool("mpicc", WRAPPER_THAT_COMPILES);
     tool("mpirun", "exit 0");
     assert!(!f.probe("probe_mpich", &env), "no mpichversion: not an MPICH");
     tool("mpichversion", "echo 'MPICH Version: 5.0.2'");
@@ -212,11 +209,7 @@ fn mpich_is_a_home_whose_wrapper_builds_a_program() {
     let moved = f.dir.join(".local/share/treecast");
     fs::create_dir_all(&moved).unwrap();
     fs::rename(&home, moved.join("mpich")).unwrap();
-    tool_at(
-        &moved.join("mpich/bin"),
-        "mpicc",
-        "while [ $# -gt 0 ]; do [ \"$1\" = -o ] && : >\"$2\"; shift; done",
-    );
+    tool_at(&moved.join("mpich/bin"), "mpicc", WRAPPER_THAT_COMPILES);
     assert!(f.probe("probe_mpich", &default));
 }
 
@@ -232,8 +225,7 @@ fn mpich_installed_under_local_is_linked_into_its_home() {
     let local_bin = home.join("local/bin");
     fs::create_dir_all(&local_bin).unwrap();
     fs::create_dir_all(home.join("local/lib")).unwrap();
-    let compiles = "while [ $# -gt 0 ]; do [ \"$1\" = -o ] && : >\"$2\"; shift; done";
-    tool_at(&local_bin, "mpicc", compiles);
+    tool_at(&local_bin, "mpicc", WRAPPER_THAT_COMPILES);
     tool_at(&local_bin, "mpirun", "exit 0");
     tool_at(&local_bin, "mpichversion", "echo 'MPICH Version: 5.0.2'");
     let env = [("TREECAST_MPICH_HOME", home.display().to_string())];
@@ -257,6 +249,9 @@ fn mpich_installed_under_local_is_linked_into_its_home() {
         .file_type()
         .is_symlink());
 }
+
+/// A compiler wrapper that "builds" any program: it creates the file named by `-o`.
+const WRAPPER_THAT_COMPILES: &str = "while [ $# -gt 0 ]; do [ \"$1\" = -o ] && : >\"$2\"; shift; done";
 
 /// An executable script `bin/name`.
 fn tool_at(bin: &Path, name: &str, script: &str) {
