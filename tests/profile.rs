@@ -538,6 +538,13 @@ fn report_renders_a_profile_and_rejects_garbage() {
             file.display(),
             100.0 * share
         );
+        // Nothing runs off the right edge: a gantt chart's one-line caption once did, cut
+        // off mid-word.
+        let edge = png
+            .pixels()
+            .filter(|&(x, _, c)| x + 6 >= png.width && c != [255, 255, 255])
+            .count();
+        assert_eq!(edge, 0, "{}: ink in the rightmost 6 columns", file.display());
     }
     // Every measured bar of the predicted-vs-measured chart is visible (at least 3 pixels
     // tall): on a linear axis all but the largest were slivers of less than one pixel.

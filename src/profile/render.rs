@@ -218,6 +218,26 @@ fn host_change_notes(rows: &[ErrRow<'_>], c: &CommReport) -> String {
 /// ([`GivenEntries::moved`]): a miss there is the job's variation as much as the model's.
 ///
 /// [`GivenEntries::moved`]: super::report::GivenEntries::moved
+/// Rows whose prediction is nothing at all: the library's empty broadcast sends no message,
+/// so the model predicts 0 and no relative error can be given; what the calls measured is their
+/// own cost (treecast's and the library's argument checks), said here so "-" is not read as a
+/// missing prediction.
+fn empty_notes(rows: &[ErrRow<'_>]) -> String {
+    let mut out = String::new();
+    for (label, t, p, _, _) in rows {
+        if p.comparable_s() == 0.0 && p.completion() == 0.0 {
+            let _ = writeln!(
+                out,
+                "  note: {label}: no message moves (the library returns at once from an empty \
+                 broadcast), so 0 us is predicted and no error given; the {} us measured is the \
+                 call's own cost",
+                us(t.median_s)
+            );
+        }
+    }
+    out
+}
+
 fn moved_notes(rows: &[ErrRow<'_>]) -> String {
     use super::report::{drift_factor, APART_FACTOR};
     let mut out = String::new();
@@ -431,6 +451,7 @@ fn error_text(o: &mut String, c: &CommReport, mpi_library: &str) {
     let paced = paced_notes(&rows);
     let changed = host_change_notes(&rows, c);
     let moved = moved_notes(&rows);
+    let empty = empty_notes(&rows);
     let placed = placement_notes(c);
     let mixed = mixed_size_notes(c);
     for (label, t, p, g, _) in rows {
@@ -458,6 +479,7 @@ fn error_text(o: &mut String, c: &CommReport, mpi_library: &str) {
     o.push_str(&paced);
     o.push_str(&changed);
     o.push_str(&moved);
+    o.push_str(&empty);
     o.push_str(&placed);
     o.push_str(&mixed);
     o.push_str(&other_root_notes(c));
@@ -1102,6 +1124,17 @@ pub fn histogram_svg(title: &str, s: &SiteReport) -> String {
         }
     }
     svg.text(x(s.time.median_s), mt - 4.0, 10.0, "middle", "median");
+    if s.time.p99_s.is_finite() && s.time.p99_s > 0.0 {
+        // Beside the median's label where the two lines stand close, not over it.
+        let close = (x(s.time.p99_s) - x(s.time.median_s)).abs() < 40.0;
+        let (dx, anchor) = if close { (3.0, "start") } else { (0.0, "middle") };
+        let y = if close { mt + 10.0 } else { mt - 4.0 };
+        svg.text(x(s.time.p99_s) + dx, y, 10.0, anchor, "p99");
+    }
+    // The count scale: the tallest bin's count at its height, and 0.
+    svg.line((ml - 4.0, mt), (ml, mt), Stroke::solid("black", 1.0));
+    svg.text(ml - 6.0, mt + 3.0, 10.0, "end", &format!("{maxc:.0}"));
+    svg.text(ml - 6.0, mt + ph + 3.0, 10.0, "end", "0");
     for d in (lo.floor() as i32)..=(hi.ceil() as i32) {
         let t = 10f64.powi(d);
         if t.log10() >= lo && t.log10() <= hi {
@@ -1110,7 +1143,7 @@ pub fn histogram_svg(title: &str, s: &SiteReport) -> String {
         }
     }
     svg.text(w / 2.0, h - 8.0, 11.0, "middle", "call duration (per rank, log scale)");
-    svg.text(14.0, mt + ph / 2.0, 11.0, "middle", "calls");
+    svg.text(20.0, mt + ph / 2.0, 11.0, "middle", "calls");
     svg.finish()
 }
 
@@ -1174,6 +1207,7 @@ pub fn predicted_vs_measured_svg(c: &CommReport) -> String {
         class: Option<String>,
         measured: f64,
         predicted: Option<f64>,
+        calibrated: bool,
         predicted_for: Option<String>,
     }
     let mut bars = Vec::new();
@@ -1184,14 +1218,16 @@ pub fn predicted_vs_measured_svg(c: &CommReport) -> String {
                 site: s.site.clone(),
                 class: (several || !s.size_classes.is_empty()).then(|| r.label.clone()),
                 measured: r.time.median_s,
-                predicted: r.predicted.map(|p| p.deterministic_s),
+                predicted: r.predicted.as_ref().map(|p| p.comparable_s()),
+                calibrated: r.predicted.as_ref().is_some_and(|p| p.rank_median_s.is_some()),
                 predicted_for: r.predicted_for,
             });
         }
     }
     let n = bars.len().max(1) as f64;
     let (ml, mb, mt) = (70.0, 110.0, 30.0);
-    let w = (120.0 + 110.0 * n).max(520.0);
+    // At least as wide as the legend, which would otherwise run past a chart of one or two bars.
+    let w = (120.0 + 110.0 * n).max(720.0);
     let h = 360.0;
     let mut svg = Svg::new(w, h);
     svg.text(
@@ -1233,7 +1269,11 @@ pub fn predicted_vs_measured_svg(c: &CommReport) -> String {
                 Some(&format!("measured median{what}: {}", fmt_time(b.measured))),
             );
         }
-        if let Some(p) = b.predicted {
+        if b.predicted == Some(0.0) {
+            // A bar of height zero is no bar: say what was predicted.
+            svg.text(x0 + 64.0, mt + ph - 4.0, 9.0, "middle", "0");
+        }
+        if let Some(p) = b.predicted.filter(|&p| p > 0.0) {
             let for_ = b
                 .predicted_for
                 .as_deref()
@@ -1265,13 +1305,15 @@ pub fn predicted_vs_measured_svg(c: &CommReport) -> String {
     svg.rect(ml, h - 30.0, 12.0, 12.0, "#4477aa", None);
     svg.text(ml + 16.0, h - 20.0, 11.0, "start", "measured median");
     svg.rect(ml + 140.0, h - 30.0, 12.0, 12.0, "#ee7733", None);
-    svg.text(
-        ml + 156.0,
-        h - 20.0,
-        11.0,
-        "start",
-        "predicted (contention-free) for the size and root below",
-    );
+    // What the table's "Predicted us" shows: the median rank's time with the costs measured
+    // at set-up where the job calibrated them (the legend once said "contention-free" over
+    // calibrated bars), else the contention-free completion.
+    let legend = if bars.iter().any(|b| b.calibrated) {
+        "predicted (median rank, costs measured at set-up) for the size and root below"
+    } else {
+        "predicted (contention-free, uncalibrated) for the size and root below"
+    };
+    svg.text(ml + 156.0, h - 20.0, 11.0, "start", legend);
     svg.finish()
 }
 
@@ -1289,7 +1331,7 @@ fn prediction_basis(sc: &SampleCall) -> &'static str {
 pub fn gantt_svg(title: &str, sc: &SampleCall, hosts: &[String]) -> String {
     let rows = sc.ranks.len().max(1) as f64;
     let row_h = if rows > 64.0 { 6.0 } else { 16.0 };
-    let (w, ml, mt, mb) = (760.0, 150.0, 34.0, 40.0);
+    let (w, ml, mt, mb) = (760.0, 150.0, 34.0, 54.0);
     let h = mt + mb + rows * row_h;
     let mut svg = Svg::new(w, h);
     svg.text(w / 2.0, 18.0, 13.0, "middle", title);
@@ -1337,15 +1379,20 @@ pub fn gantt_svg(title: &str, sc: &SampleCall, hosts: &[String]) -> String {
         svg.line((x(t), axis_y), (x(t), axis_y + 4.0), Stroke::solid("black", 1.0));
         svg.text(x(t), axis_y + 16.0, 10.0, "middle", &fmt_time(t));
     }
+    // Two lines: as one, the caption ran past the chart's right edge and was cut off.
+    svg.text(
+        ml,
+        h - 20.0,
+        10.0,
+        "start",
+        "bars: entry to completion per rank (root green); time from the root's entry",
+    );
     svg.text(
         ml,
         h - 6.0,
         10.0,
         "start",
-        &format!(
-            "bars: entry to completion per rank (root green); red ticks: {}; time from the root's entry",
-            prediction_basis(sc)
-        ),
+        &format!("red ticks: {}", prediction_basis(sc)),
     );
     svg.finish()
 }
@@ -1616,6 +1663,42 @@ mod tests {
         r.communicators[0].sites[0].size_classes[0].time.median_s = 5e-3;
         let svg = predicted_vs_measured_svg(&r.communicators[0]);
         assert!(svg.contains("log scale"), "{svg}");
+    }
+
+    /// The chart's predicted bars are the table's "Predicted us" (the calibrated median rank
+    /// where there is one, not the contention-free time), and the legend says which; a class
+    /// predicted to send nothing is marked 0 and noted in the table.
+    #[test]
+    fn the_chart_shows_the_tables_prediction_and_says_what_it_is() {
+        let mut r = sample();
+        let svg = predicted_vs_measured_svg(&r.communicators[0]);
+        assert!(svg.contains("predicted for 1175 B root 0: 24 us"), "{svg}");
+        assert!(
+            svg.contains("predicted (median rank, costs measured at set-up)"),
+            "{svg}"
+        );
+        assert!(!svg.contains("contention-free"), "{svg}");
+        let class = &mut r.communicators[0].sites[0].size_classes[1];
+        class.predicted = Some(Predicted {
+            pareto_mean_s: Some(0.0),
+            completion_s: Some(0.0),
+            rank_median_s: Some(0.0),
+            ..Default::default()
+        });
+        class.prediction_error = None;
+        let svg = predicted_vs_measured_svg(&r.communicators[0]);
+        assert!(
+            !svg.contains("predicted for 1175 B root 0"),
+            "no bar of height 0: {svg}"
+        );
+        assert!(svg.contains(">0</text>"), "{svg}");
+        let t = text(&r);
+        assert!(t.contains("no message moves"), "{t}");
+        for c in &mut r.communicators[0].sites[0].size_classes {
+            c.predicted.as_mut().unwrap().rank_median_s = None;
+        }
+        let svg = predicted_vs_measured_svg(&r.communicators[0]);
+        assert!(svg.contains("predicted (contention-free, uncalibrated)"), "{svg}");
     }
 
     #[test]

@@ -213,9 +213,11 @@ pub fn simulate_calibrated(
 }
 
 /// Relative error of a prediction against a measurement: `predicted / measured - 1` (`None`
-/// when the measurement is not positive).
+/// when the measurement is not positive, or the prediction is zero: a call that sends nothing,
+/// whose measured time is the call's own cost, which no model of messages predicts).
 pub fn relative_error(predicted_s: f64, measured_s: f64) -> Option<f64> {
-    (measured_s > 0.0 && measured_s.is_finite() && predicted_s.is_finite()).then(|| predicted_s / measured_s - 1.0)
+    (measured_s > 0.0 && measured_s.is_finite() && predicted_s.is_finite() && predicted_s != 0.0)
+        .then(|| predicted_s / measured_s - 1.0)
 }
 
 #[cfg(test)]

@@ -139,21 +139,60 @@ pub fn ticks(lo: f64, hi: f64, n: usize) -> Vec<f64> {
     v
 }
 
-/// Human-readable duration for axis labels.
+/// Human-readable duration for axis labels and tooltips: the unit that keeps the number at or
+/// above 1 (s, ms, us, ns), at most 4 significant digits with trailing zeros dropped, so a
+/// log axis reads "10 ms, 1 ms, 100 us, 10 us" rather than "10.000 ms .. 100.00 us", and its
+/// bottom decade "10 ns" rather than "0.01 us" (or "0.00 us" below). Exactly 0 (and a value
+/// that rounds to it, such as the -0.0 a shifted axis starts at) reads "0".
 pub fn fmt_time(s: f64) -> String {
     let a = s.abs();
-    if a >= 1.0 {
-        format!("{s:.3} s")
-    } else if a >= 1e-3 {
-        format!("{:.3} ms", s * 1e3)
-    } else {
-        format!("{:.2} us", s * 1e6)
+    if !s.is_finite() {
+        return format!("{s}");
     }
+    if a < 1e-12 {
+        return "0".into();
+    }
+    let (v, unit) = if a >= 1.0 {
+        (s, "s")
+    } else if a >= 1e-3 {
+        (s * 1e3, "ms")
+    } else if a >= 1e-6 {
+        (s * 1e6, "us")
+    } else {
+        (s * 1e9, "ns")
+    };
+    // Decimals for 4 significant digits, at most 3 (below 1 ns: 0.xxx ns).
+    let int_digits = (v.abs().log10().floor() as i32 + 1).max(1);
+    let decimals = (4 - int_digits).clamp(0, 3) as usize;
+    let mut t = format!("{v:.decimals$}");
+    if t.contains('.') {
+        t = t.trim_end_matches('0').trim_end_matches('.').to_string();
+    }
+    if t == "-0" {
+        t = "0".into();
+    }
+    format!("{t} {unit}")
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn times_read_in_the_unit_that_fits_without_padding() {
+        assert_eq!(fmt_time(0.0), "0");
+        assert_eq!(fmt_time(-0.0), "0");
+        assert_eq!(fmt_time(1e-8), "10 ns");
+        assert_eq!(fmt_time(1e-7), "100 ns");
+        assert_eq!(fmt_time(1e-6), "1 us");
+        assert_eq!(fmt_time(2.5e-6), "2.5 us");
+        assert_eq!(fmt_time(530.04e-6), "530 us");
+        assert_eq!(fmt_time(1e-2), "10 ms");
+        assert_eq!(fmt_time(1.23456e-3), "1.235 ms");
+        assert_eq!(fmt_time(-5e-6), "-5 us");
+        assert_eq!(fmt_time(12.5), "12.5 s");
+        assert_eq!(fmt_time(4e-13), "0");
+    }
 
     #[test]
     fn ticks_are_nice_and_cover() {
