@@ -213,11 +213,6 @@ fn host_change_notes(rows: &[ErrRow<'_>], c: &CommReport) -> String {
     out
 }
 
-/// One note per class whose latest calls every rank timed (the ones predicted from their
-/// entries) moved by more than a factor of 1.25 from all its timed calls
-/// ([`GivenEntries::moved`]): a miss there is the job's variation as much as the model's.
-///
-/// [`GivenEntries::moved`]: super::report::GivenEntries::moved
 /// Rows whose all-together prediction misses by more than the goal's 25% while the same model
 /// given the calls' own entries holds: the ranks did not enter together, and the first
 /// column's error is the arrival pattern's, not the broadcast's. Why say it: 4 ranks on 2 cores
@@ -266,6 +261,11 @@ fn empty_notes(rows: &[ErrRow<'_>]) -> String {
     out
 }
 
+/// One note per class whose latest calls every rank timed (the ones predicted from their
+/// entries) moved by more than a factor of 1.25 from all its timed calls
+/// ([`GivenEntries::moved`]): a miss there is the job's variation as much as the model's.
+///
+/// [`GivenEntries::moved`]: super::report::GivenEntries::moved
 fn moved_notes(rows: &[ErrRow<'_>]) -> String {
     use super::report::{drift_factor, APART_FACTOR};
     let mut out = String::new();
@@ -1742,7 +1742,7 @@ mod tests {
         class.time.median_s = 1e-5;
         let t = text(&r);
         assert!(
-            t.contains("+140% with every rank entering together, -20% from the times"),
+            t.contains("+140% with every rank entering together, -20% from the times its ranks entered (3 calls)"),
             "{t}"
         );
         let class = &mut r.communicators[0].sites[0].size_classes[1];

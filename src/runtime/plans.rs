@@ -561,7 +561,7 @@ impl Planner {
         library_route: bool,
     ) -> Option<crate::estimate::calibrate::CalibratedTimes> {
         use crate::estimate::calibrate::{evaluate_calibrated, simulate_calibrated};
-        if p.ops.iter().all(|ops| ops.is_empty()) {
+        if p.num_messages() == 0 {
             // Nothing is sent: every rank leaves as it enters. (The one-host release model
             // would have the root wait for every rank: 1.3 ms predicted for 0 B calls that
             // took 1.8 us when one rank entered late.)
@@ -825,7 +825,7 @@ impl Planner {
         train: Option<crate::estimate::bucket::CallTrain>,
     ) -> Option<crate::profile::report::Predicted> {
         let p = self.predicted_plan(root, bytes, library_route);
-        if p.ops.iter().all(|ops| ops.is_empty()) {
+        if p.num_messages() == 0 {
             // Nothing is sent (the library's empty broadcast): nothing to wait for, no latency
             // to jitter.
             return Some(crate::profile::report::Predicted {
