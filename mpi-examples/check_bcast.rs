@@ -662,6 +662,27 @@ fn mode_profile(world: &mpi::topology::SimpleCommunicator) {
     }
 }
 
+/// One site of 30 empty broadcasts, one rank arriving 2 ms late to each: the library's
+/// `MPI_Bcast` returns at once for 0 B, and `tests/profile.rs` checks that the profile predicts
+/// them to move nothing (no rank waiting for the late one) and gives no relative error.
+fn mode_empty(world: &mpi::topology::SimpleCommunicator) {
+    let late = world.size() - 1;
+    let mut buf = [0u8; 0];
+    for _ in 0..30 {
+        world.barrier();
+        if world.rank() == late {
+            std::thread::sleep(std::time::Duration::from_millis(2));
+        }
+        world
+            .topo_bcast(&mut buf[..], 0)
+            .unwrap_or_else(|e| fail(format!("empty: {e}")));
+    }
+    world.barrier();
+    if world.rank() == 0 {
+        println!("CHECK OK empty calls made");
+    }
+}
+
 /// Two sites of 40 broadcasts of 1 KiB: at site E (from rank 1, so a root other than 0 is
 /// predicted) the last rank sleeps 20 ms before every call (it arrives last, the others wait),
 /// at site F (from rank 0) every call follows a barrier; `tests/profile.rs` checks that the
@@ -811,6 +832,7 @@ fn main() {
         Some("churn") => mode_churn(&world, args.get(1).and_then(|s| s.parse().ok()).unwrap_or(40)),
         Some("profile") => mode_profile(&world),
         Some("imbalance") => mode_imbalance(&world),
+        Some("empty") => mode_empty(&world),
         Some("trial") => mode_trial(&world, &args[1..]),
         Some("routes") => mode_routes(&world, args.get(1).map(String::as_str).unwrap_or("library")),
         Some("large") => mode_large(&world, parse_size(args.get(1).map(String::as_str).unwrap_or("2GiB+5"))),

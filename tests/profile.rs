@@ -452,6 +452,34 @@ fn arrival_skew_is_told_from_transfer_time() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// Empty broadcasts through the library (which returns at once for 0 B), one rank 2 ms late
+/// to each: predicted to move nothing, so no rank is predicted to wait for the late one (the
+/// one-host model once predicted 1.3 ms), no relative error is given, and the report says why.
+#[test]
+fn empty_broadcasts_are_predicted_to_move_nothing() {
+    let (dir, path, report, _) = profiled_job("empty", 4, "empty", &[("TREECAST_PROFILE_TIMING", "all")]);
+    let site = &report.communicators[0].sites[0];
+    assert_eq!((site.calls, site.bytes), (30, 0));
+    let class = &site.size_classes[0];
+    assert_eq!(class.max_bytes, 0, "{class:#?}");
+    let p = class.predicted.as_ref().expect("a prediction");
+    assert_eq!((p.comparable_s(), p.completion()), (0.0, 0.0), "{p:?}");
+    assert_eq!(class.prediction_error, None);
+    let g = class.given_entries.as_ref().expect("calls every rank timed");
+    assert!(g.calls >= 10, "{g:?}");
+    assert_eq!((g.predicted_median_s, g.error), (0.0, None), "{g:?}");
+    // Measured: far below the late rank's 2 ms (nobody waited for it).
+    assert!(class.time.median_s < 1e-3, "{:?}", class.time);
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_treecast"))
+        .arg("report")
+        .arg(&path)
+        .output()
+        .unwrap();
+    let t = String::from_utf8_lossy(&out.stdout);
+    assert!(t.contains("no message moves"), "{t}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 #[test]
 fn report_renders_a_profile_and_rejects_garbage() {
     let dir = std::env::temp_dir().join(format!("treecast-report-{}", std::process::id()));
