@@ -255,6 +255,22 @@ fn unusable_recorded_settings_are_named() {
         &["infer", "--replay", p.to_str().unwrap(), "--resolution-us=-2"],
         "--resolution-us: -2 is not",
     );
+    assert_input_error(
+        &[
+            "infer",
+            "--replay",
+            p.to_str().unwrap(),
+            "--resolution-of-host-link",
+            "1.5",
+        ],
+        "--resolution-of-host-link: 1.5 is not a fraction",
+    );
+    let bad = r#","settings":{"resolution_s":0,"resolution_of_host_link":-0.2,"far_rtt_s":null,"one_tree":false,"led_part_min_hosts":64,"give_up_s":0.01,"give_up_ratio":20.0}"#;
+    let p = temp("bad-rel.json", &dump_with_a_short_pair(bad));
+    assert_input_error(
+        &["infer", "--replay", p.to_str().unwrap()],
+        "resolution_of_host_link -0.2 is not a fraction in [0, 1)",
+    );
 }
 
 /// A start-up probe of the emulated cluster of `uneven_leaf_switches` (tests/emulated_cluster.rs:
@@ -279,5 +295,59 @@ fn a_link_only_one_host_witnesses_is_not_contracted_with_confidence() {
     assert!(
         exact || confidence < 0.9,
         "wrong tree at confidence {confidence}:\n{out}"
+    );
+}
+
+/// A start-up probe of the emulated three-level tree of `three_level_tree`
+/// (tests/emulated_cluster.rs: 2 pods x 2 leaf switches x 2 hosts, every switch link 2 extra
+/// bridges), recorded on 2026-12-02 (samples rounded to 4 digits; settings as a live job on
+/// hosts sharing CPUs records them now: no absolute floor, 0.2 of the median host link).
+///
+/// The same cluster on a machine whose kernel is faster reads every round trip shorter, bridges
+/// included. A CI machine about 25% faster than the one that recorded this read the switch hops
+/// near 1 us, and the absolute 1 us floor of the time contracted real uplinks: 0 of 6 probes of
+/// this shape were exact. Replayed with every sample scaled by 0.6, 1 and 1.5, the tree must
+/// come out exact each time; at 0.6 the old floor must lose a switch, so the data is near the
+/// floor where it matters.
+#[test]
+fn a_faster_machine_resolves_the_same_tree() {
+    use treecast::infer::metrics;
+    use treecast::topology::io::from_str_auto;
+    let truth = from_str_auto(
+        "SwitchName=l0 Nodes=h000,h001\nSwitchName=l1 Nodes=h002,h003\n\
+         SwitchName=l2 Nodes=h004,h005\nSwitchName=l3 Nodes=h006,h007\n\
+         SwitchName=p0 Switches=l[0-1]\nSwitchName=p1 Switches=l[2-3]\n\
+         SwitchName=core Switches=p[0-1]\n",
+        "truth.conf",
+    )
+    .unwrap();
+    let file = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/three-level-probe.json");
+    let dump: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(file).unwrap()).unwrap();
+    let scaled = |factor: f64| {
+        let mut d = dump.clone();
+        for m in d["measurements"].as_array_mut().unwrap() {
+            for x in m["samples_s"].as_array_mut().unwrap() {
+                *x = serde_json::json!(x.as_f64().unwrap() * factor);
+            }
+        }
+        temp(&format!("three-level-x{factor}.json"), &d.to_string())
+    };
+    let infer = |path: &PathBuf, extra: &[&str]| {
+        let mut args = vec!["infer", "--replay", path.to_str().unwrap()];
+        args.extend_from_slice(extra);
+        let (code, out, err) = treecast(&args);
+        assert_eq!(code, 0, "{err}");
+        let t = from_str_auto(&out, "replayed.json").expect("a tree");
+        let c = metrics::compare(&truth, &t).unwrap();
+        (c.rooted && c.leaf_groups, c.summary(), t.confidence().unwrap())
+    };
+    for factor in [0.6, 1.0, 1.5] {
+        let (exact, summary, confidence) = infer(&scaled(factor), &[]);
+        assert!(exact, "samples x{factor}: {summary} (confidence {confidence:.3})");
+    }
+    let (exact, summary, _) = infer(&scaled(0.6), &["--resolution-us", "1"]);
+    assert!(
+        !exact,
+        "x0.6 under a 1 us floor still came out exact ({summary}): the test lost its edge"
     );
 }

@@ -826,35 +826,54 @@ fn family_trial_with(
     r
 }
 
+/// [`star_of_leaf_switches`] with host links of `host_s` instead of 12.5 us.
+fn star_with_host_links(leaves: usize, hosts: usize, uplink_s: f64, host_s: f64) -> Topology {
+    let mut tree = treecast::topology::gen::Tree::oversubscribed(hosts, leaves, 4.0);
+    tree.host_link = LinkDir::new(host_s, tree.host_link.bandwidth_bps);
+    tree.uplink_latency_s = uplink_s;
+    tree.build().unwrap()
+}
+
 #[test]
 fn links_below_the_resolution_are_contracted_and_reported_uncertain() {
-    // Two leaf switches of 4 hosts, 0.4 us from their common switch (0.8 us apart), no noise:
-    // resolved by default; where hosts share CPUs (resolution 1 us, as the MPI prober sets it
-    // then) the link is contracted, and the tree says it is not sure (confidence 0.5).
-    let t = star_of_leaf_switches(2, 4, 0.4e-6);
-    let run = |resolution_s: f64| {
-        let mut p = SimProber::new(&t, NoiseModel::default(), 1).unwrap();
+    // Two leaf switches of 4 hosts below a common switch, no noise. Where hosts share CPUs
+    // (`resolution_of_host_link` = SHARED_CPU_RESOLUTION, as the MPI prober sets it then) a
+    // link is resolved by its length against the host links, not in microseconds: a 0.4 us
+    // link beside 12.5 us host links (0.03 of them) is contracted, and the tree says it is not
+    // sure (confidence 0.5); the same 0.4 us beside 1 us host links (a faster machine) is kept.
+    // Without the floor both are resolved.
+    let run = |t: &Topology, rel: f64| {
+        let mut p = SimProber::new(t, NoiseModel::default(), 1).unwrap();
         infer(
             &mut p,
             &InferOptions {
-                resolution_s,
+                resolution_of_host_link: rel,
                 ..InferOptions::default()
             },
         )
         .unwrap()
     };
-    let fine = run(0.0);
-    assert_eq!(
-        metrics::leaf_partition(&fine.topology).unwrap(),
-        metrics::leaf_partition(&t).unwrap()
-    );
-    let coarse = run(treecast::infer::SHARED_CPU_RESOLUTION_S);
+    let shared = treecast::infer::SHARED_CPU_RESOLUTION;
+    let slow = star_with_host_links(2, 4, 0.4e-6, 12.5e-6);
+    let fast = star_with_host_links(2, 4, 0.4e-6, 1e-6);
+    for t in [&slow, &fast] {
+        assert_eq!(
+            metrics::leaf_partition(&run(t, 0.0).topology).unwrap(),
+            metrics::leaf_partition(t).unwrap()
+        );
+    }
+    let coarse = run(&slow, shared);
     assert_eq!(
         metrics::leaf_partition(&coarse.topology).unwrap().len(),
         1,
         "one switch"
     );
     assert_eq!(coarse.stats.confidence, Some(0.5));
+    let fine = run(&fast, shared);
+    assert_eq!(
+        metrics::leaf_partition(&fine.topology).unwrap(),
+        metrics::leaf_partition(&fast).unwrap()
+    );
 }
 
 #[test]

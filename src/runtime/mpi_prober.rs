@@ -807,8 +807,8 @@ fn coordinate(leaders: MPI_Comm, n: u32, hosts: &Hosts, cfg: &Config) -> Result<
             give_up_ratio: cfg.probe_give_up_ratio,
             ..crate::probe::PingSpec::default()
         },
-        resolution_s: if shared.is_some() {
-            infer::SHARED_CPU_RESOLUTION_S
+        resolution_of_host_link: if shared.is_some() {
+            infer::SHARED_CPU_RESOLUTION
         } else {
             0.0
         },

@@ -7,8 +7,9 @@
 //! - `--replay DUMP.json [--format ...]`: a live probe's measurements (written by
 //!   `TREECAST_PROBE_DUMP`) replayed through the real protocol: each pair answers with its
 //!   recorded round trips in order, and inference runs with the job's recorded settings (its
-//!   resolution floor, far threshold, part leaders and give-up rule) unless `--resolution-us`,
-//!   `--far-rtt-us` or `--give-up-us` say otherwise.
+//!   resolution floor, far threshold, part leaders and give-up rule) unless `--resolution-us`
+//!   or `--resolution-of-host-link` (either replaces the whole recorded floor), `--far-rtt-us`
+//!   or `--give-up-us` say otherwise.
 //! - `--model TOPOLOGY [--noise none|normal:sd_us=X|lomax:scale_us=X,alpha=A] [--seed S]
 //!   [--trials K] [--format text|json]`: `K` inferences against simulated RTTs of the model, each
 //!   scored (exact leaf-switch partition, shared-link query errors, pairs measured, rounds,
@@ -83,9 +84,13 @@ pub struct Args {
     #[arg(long)]
     bandwidth_bytes: Option<u64>,
     /// Switch-to-switch links shorter than this (microseconds) are contracted and reported as
-    /// uncertain, as where hosts share CPUs (default 0; with --replay, the job's recorded floor).
+    /// uncertain (default 0; with --replay, the job's recorded floor).
     #[arg(long)]
     resolution_us: Option<f64>,
+    /// The same floor as a fraction of the median host link, as live jobs set it where hosts
+    /// share CPUs (0.2; default 0; with --replay, the job's recorded floor).
+    #[arg(long)]
+    resolution_of_host_link: Option<f64>,
 }
 
 pub fn run(args: Args) -> Result<(), CliError> {
@@ -139,6 +144,14 @@ pub fn run(args: Args) -> Result<(), CliError> {
         }
         us => us.map(|us| us * 1e-6),
     };
+    let resolution_rel = match args.resolution_of_host_link {
+        Some(f) if !(f.is_finite() && (0.0..1.0).contains(&f)) => {
+            return Err(CliError::Input(format!(
+                "--resolution-of-host-link: {f} is not a fraction in [0, 1)"
+            )))
+        }
+        f => f,
+    };
     let opts = InferOptions {
         strategy,
         ping,
@@ -147,13 +160,14 @@ pub fn run(args: Args) -> Result<(), CliError> {
         far_rtt_s,
         bandwidth_bytes: args.bandwidth_bytes,
         resolution_s: resolution_s.unwrap_or(0.0),
+        resolution_of_host_link: resolution_rel.unwrap_or(0.0),
         ..InferOptions::default()
     };
     // What the command line sets explicitly wins over a replayed job's recorded settings.
     let given = Given {
         far_rtt: args.far_rtt_us != "auto",
         give_up: args.give_up_us.is_some(),
-        resolution: resolution_s.is_some(),
+        resolution: resolution_s.is_some() || resolution_rel.is_some(),
     };
     match (&args.rtt, &args.model, &args.replay) {
         (Some(file), None, None) => from_matrix(file, args.format.as_deref().unwrap_or("json"), &opts),
@@ -222,6 +236,7 @@ fn replay_options(opts: &InferOptions, dump: &ProbeDump, given: Given) -> InferO
     }
     if given.resolution {
         out.resolution_s = opts.resolution_s;
+        out.resolution_of_host_link = opts.resolution_of_host_link;
     }
     out
 }

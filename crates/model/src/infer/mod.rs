@@ -130,20 +130,38 @@ pub struct InferOptions {
     pub led_part_min_hosts: usize,
     /// Switch-to-switch links shorter than this (seconds) are beyond what the measuring machine
     /// can resolve, whatever the evidence: contracted and reported as uncertain. 0 (the
-    /// default) on distinct machines; [`SHARED_CPU_RESOLUTION_S`] where hosts share CPUs.
+    /// default): no absolute floor. Live jobs set [`InferOptions::resolution_of_host_link`]
+    /// instead; this one is for replays of dumps that recorded an absolute floor, and for
+    /// `treecast infer --resolution-us`.
     pub resolution_s: f64,
+    /// The same floor as a fraction of the median host link (the one-way cost of a message at
+    /// its two ends): links shorter than that fraction of it are contracted and reported as
+    /// uncertain. 0 (the default) on distinct machines; [`SHARED_CPU_RESOLUTION`] where hosts
+    /// share CPUs. Where both are set, the larger floor applies.
+    pub resolution_of_host_link: f64,
 }
 
-/// Shortest switch-to-switch link hosts sharing CPUs can resolve (emulated clusters).
+/// Shortest switch-to-switch link hosts sharing CPUs can resolve (emulated clusters), as a
+/// fraction of the median host link.
 ///
-/// Why: where the hosts are namespaces on one 2-core machine, a pair's reading depends on the
-/// CPUs its ranks and their neighbours' ranks run on, by a few tenths of a microsecond, and it
-/// repeats set after set, so it is no noise the sets average out. On a fresh machine the
-/// uneven emulated shape read h003 - h005 and h004 - h006 0.5-0.7 us short in about half the
-/// runs of `uneven_leaf_switches`: two hidden switches 0.24-0.46 us below the real one, kept
-/// with confidence 0.98-1.00 (ping-pong between the same hosts did not show it). The emulated
-/// switch links are 2 us and more; real clusters (distinct kernels) keep no floor.
-pub const SHARED_CPU_RESOLUTION_S: f64 = 1e-6;
+/// Why a floor: where the hosts are namespaces on one 2-core machine, a pair's reading depends
+/// on the CPUs its ranks and their neighbours' ranks run on, and that bias repeats set after
+/// set, so it is no noise the sets average out. On a fresh machine the uneven emulated shape
+/// read h003 - h005 and h004 - h006 0.5-0.7 us short in about half the runs of
+/// `uneven_leaf_switches`: two hidden switches 0.24-0.46 us below the real one (0.07-0.14 of
+/// host links of about 3.3 us, what machines of that kind read), kept with confidence 0.98-1.00.
+///
+/// Why relative: the bias, the host links and the emulated switch hops (bridges) are all work
+/// of the same kernel and scale with the machine's speed. A floor of 1 us held where host
+/// links read 3.3-3.5 us and the 2-bridge hops 1.2-2.4 us (0.36-0.66 of them, 36 start-up
+/// probes of five shapes on 2026-12-02), and failed on a CI machine about 25% faster, where
+/// `pingpong` read 8.2 us within a switch and 12.2 across (10.8 and 16.4 on the first): the
+/// hops came near 1 us, and the 3x3 found its tree in 1 probe of 10, the three-level tree in 0
+/// of 6, each wrong one short of one or more uplinks. Replaying the first machine's probes with
+/// the floor raised to 1.5 us gave the same pattern. 0.2 lies between the artefacts (at most
+/// 0.14) and the shortest real hop seen (0.36). Real clusters (distinct kernels) keep no
+/// floor.
+pub const SHARED_CPU_RESOLUTION: f64 = 0.2;
 
 impl InferOptions {
     /// What a probe dump records of these options: the settings a replay needs to infer as the
@@ -152,6 +170,7 @@ impl InferOptions {
         let finite = |x: f64| x.is_finite().then_some(x);
         crate::probe::RecordedSettings {
             resolution_s: self.resolution_s,
+            resolution_of_host_link: self.resolution_of_host_link,
             far_rtt_s: self.far_rtt_s.and_then(finite),
             one_tree: self.far_rtt_s.is_some_and(f64::is_infinite),
             led_part_min_hosts: self.led_part_min_hosts,
@@ -160,9 +179,16 @@ impl InferOptions {
         }
     }
 
+    /// Whether these options say the hosts share CPUs (a resolution floor of either kind):
+    /// then a set's reading is divided by the machine's speed while it ran (`store`).
+    pub fn hosts_share_cpus(&self) -> bool {
+        self.resolution_s > 0.0 || self.resolution_of_host_link > 0.0
+    }
+
     /// These options with a dump's recorded settings in place of their own.
     pub fn with_recorded(mut self, r: &crate::probe::RecordedSettings) -> InferOptions {
         self.resolution_s = r.resolution_s;
+        self.resolution_of_host_link = r.resolution_of_host_link;
         self.far_rtt_s = if r.one_tree { Some(f64::INFINITY) } else { r.far_rtt_s };
         self.led_part_min_hosts = r.led_part_min_hosts;
         self.ping.give_up_s = r.give_up_s.unwrap_or(f64::INFINITY);
@@ -182,6 +208,7 @@ impl Default for InferOptions {
             far_rtt_s: None,
             led_part_min_hosts: LED_PART_MIN_HOSTS,
             resolution_s: 0.0,
+            resolution_of_host_link: 0.0,
         }
     }
 }
@@ -315,7 +342,7 @@ pub fn infer(prober: &mut dyn Prober, opts: &InferOptions) -> Result<Inferred, I
     let mut run = driver::Run::new(prober, opts.ping, opts.seed);
     run.hint = opts.locality_hint && strategy != Strategy::Paper;
     // Hosts sharing CPUs share a kernel whose speed moves in windows (`store`).
-    run.store.use_median_of_windows(opts.resolution_s > 0.0);
+    run.store.use_median_of_windows(opts.hosts_share_cpus());
     let mut stats = InferStats::default();
     let mut contracted: Vec<joining::Merged> = Vec::new();
     let mut main = match strategy {
@@ -360,7 +387,10 @@ pub fn infer(prober: &mut dyn Prober, opts: &InferOptions) -> Result<Inferred, I
             batch(&mut run, n, &mut stats, detected, opts.led_part_min_hosts)?
         }
     };
-    let unresolvable = contract_unresolvable(&mut main.tree, opts.resolution_s);
+    let floor = opts
+        .resolution_s
+        .max(opts.resolution_of_host_link * median_host_link(&main.tree));
+    let unresolvable = contract_unresolvable(&mut main.tree, floor);
     if !unresolvable.is_empty() {
         lengths::refit(&mut main.tree, &run.store, stats.noise_s, 20);
         contracted.extend(unresolvable);
@@ -930,6 +960,21 @@ fn all_pairs(run: &mut driver::Run, n: usize) -> Result<joining::Joined, InferEr
     }
     lengths::refit(&mut j.tree, &run.store, j.noise_s, 20);
     Ok(j)
+}
+
+/// The median length of the links between hosts and their neighbours in `t` (0 without hosts):
+/// the scale of [`InferOptions::resolution_of_host_link`].
+fn median_host_link(t: &tree::WorkTree) -> f64 {
+    let mut v: Vec<f64> = t
+        .hosts()
+        .filter_map(|h| t.vertex_of(h))
+        .filter_map(|v| t.neighbors(v).first().map(|&w| t.link_len(v, w)))
+        .collect();
+    if v.is_empty() {
+        return 0.0;
+    }
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
 }
 
 /// Contract every switch-to-switch link of `t` shorter than `resolution` (shortest first; see

@@ -37,8 +37,12 @@ pub struct ProbeDump {
 /// after the wrong cause. Infinite values are written as absent (JSON has no infinity).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct RecordedSettings {
-    /// Shortest switch-to-switch link the job could resolve (seconds; 0: no floor).
+    /// Shortest switch-to-switch link the job could resolve (seconds; 0: no absolute floor).
     pub resolution_s: f64,
+    /// The same as a fraction of the median host link (0: none; absent from dumps written
+    /// before the floor became relative, which carry `resolution_s` instead).
+    #[serde(default)]
+    pub resolution_of_host_link: f64,
     /// Far threshold the job was given (seconds); absent: found in the data, unless
     /// `one_tree`.
     pub far_rtt_s: Option<f64>,
@@ -59,6 +63,12 @@ impl RecordedSettings {
         let positive = |x: f64| x.is_finite() && x > 0.0;
         if !(self.resolution_s.is_finite() && self.resolution_s >= 0.0) {
             return Some(format!("resolution_s {} is not a length >= 0", self.resolution_s));
+        }
+        if !(self.resolution_of_host_link.is_finite() && (0.0..1.0).contains(&self.resolution_of_host_link)) {
+            return Some(format!(
+                "resolution_of_host_link {} is not a fraction in [0, 1)",
+                self.resolution_of_host_link
+            ));
         }
         if let Some(x) = self.far_rtt_s.filter(|&x| !positive(x)) {
             return Some(format!("far_rtt_s {x} is not a positive round trip"));
