@@ -25,7 +25,8 @@
 //!   calibration existed), the error and whether it is within 25%;
 //! - over the calls every rank timed (the latest 64 of the size): their measured median, the
 //!   median of the same calls predicted from the times their ranks entered
-//!   (`given_entries`), the error and whether it is within 25%.
+//!   (`given_entries`), the error and whether it is within 25%;
+//! - the rank whose median time in those calls the model gets most wrong, with that error.
 //!
 //! Then the sizes whose latest calls' median lies more than a factor of 1.25 from all their
 //! calls' (the job's own variation, as much as a prediction may be off; the factor is given),
@@ -133,8 +134,17 @@ fn main() {
         }
     );
     println!(
-        "{:>10} {:>6} {:>14} {:>14} {:>9}  within 25%   {:>6} {:>14} {:>14} {:>9}  within 25%",
-        "size", "calls", "measured us", "predicted us", "error", "calls", "measured us", "given entries", "error"
+        "{:>10} {:>6} {:>14} {:>14} {:>9}  within 25%   {:>6} {:>14} {:>14} {:>9}  within 25%  {:>10}",
+        "size",
+        "calls",
+        "measured us",
+        "predicted us",
+        "error",
+        "calls",
+        "measured us",
+        "given entries",
+        "error",
+        "worst rank"
     );
     let mut all = true;
     let mut all_given = true;
@@ -176,12 +186,14 @@ fn main() {
                     moved.push(format!("{bytes} B {:+.0}% (x{factor:.2})", drift * 100.0));
                 }
                 format!(
-                    "{:>6} {:>14.1} {:>14.1} {:>9}  {}",
+                    "{:>6} {:>14.1} {:>14.1} {:>9}  {:<10}  {:>10}",
                     g.calls,
                     g.measured_median_s * 1e6,
                     g.predicted_median_s * 1e6,
                     pct(g.error),
-                    if ok { "yes" } else { "no" }
+                    if ok { "yes" } else { "no" },
+                    g.worst_rank
+                        .map_or("-".into(), |(r, e)| format!("{r} {}", pct(Some(e)))),
                 )
             }
             None => {

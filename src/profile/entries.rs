@@ -38,9 +38,8 @@ pub fn given_entries<'a>(
         }
     }
     let (mut measured, mut predicted) = (Vec::new(), Vec::new());
-    // Per rank (measured, predicted), only for the debug log.
-    let debug = log::log_enabled!(log::Level::Debug);
-    let mut by_rank: Vec<(Vec<f64>, Vec<f64>)> = vec![(Vec::new(), Vec::new()); if debug { size as usize } else { 0 }];
+    // Per rank (measured, predicted).
+    let mut by_rank: Vec<(Vec<f64>, Vec<f64>)> = vec![(Vec::new(), Vec::new()); size as usize];
     let mut n = 0u64;
     let mut sizes = (u64::MAX, 0u64);
     for ((root, bytes), group) in groups {
@@ -68,20 +67,20 @@ pub fn given_entries<'a>(
                     each.join(", ")
                 );
             }
-            for (&(_, e, d), x) in c.ranks.iter().zip(&exit) {
+            for (&(r, e, d), x) in c.ranks.iter().zip(&exit) {
                 measured.push(d - e);
                 predicted.push(x - e);
-            }
-            for ((&(_, e, d), x), r) in c.ranks.iter().zip(&exit).zip(by_rank.iter_mut()) {
-                r.0.push(d - e);
-                r.1.push(x - e);
+                if let Some(slot) = by_rank.get_mut(r as usize) {
+                    slot.0.push(d - e);
+                    slot.1.push(x - e);
+                }
             }
         }
     }
     if measured.is_empty() {
         return None;
     }
-    if debug {
+    if log::log_enabled!(log::Level::Debug) {
         log::debug!(
             "treecast: {} .. {} B, {n} calls given their entries, each rank's median time in the call, measured/predicted (us): {}",
             sizes.0,
@@ -95,7 +94,19 @@ pub fn given_entries<'a>(
         measured_median_s,
         predicted_median_s,
         error: relative_error(predicted_median_s, measured_median_s),
+        worst_rank: worst_rank(&by_rank),
     })
+}
+
+/// The rank whose median time in the call is predicted worst (`by_rank[r]`: rank `r`'s measured
+/// and predicted samples), with that error (`predicted / measured - 1` of its medians).
+fn worst_rank(by_rank: &[(Vec<f64>, Vec<f64>)]) -> Option<(u32, f64)> {
+    by_rank
+        .iter()
+        .enumerate()
+        .filter(|(_, (m, p))| !m.is_empty() && !p.is_empty())
+        .filter_map(|(r, (m, p))| relative_error(median(p), median(m)).map(|e| (r as u32, e)))
+        .max_by(|a, b| a.1.abs().total_cmp(&b.1.abs()))
 }
 
 /// Each rank's median time in the call, measured and predicted (`by_rank[r]`: rank `r`'s
@@ -214,6 +225,10 @@ mod tests {
         let g = given_entries(&late, 2, model).unwrap();
         // Measured {2, 10} us against predicted {2, 1}: median 6 against 1.5 us.
         assert!((g.error.unwrap() - (1.5 / 6.0 - 1.0)).abs() < 1e-9, "{g:?}");
+        // Rank 1 (10 us against 1) is the rank predicted worst.
+        let (rank, e) = g.worst_rank.unwrap();
+        assert_eq!(rank, 1);
+        assert!((e - (1.0 / 10.0 - 1.0)).abs() < 1e-9, "{g:?}");
     }
 
     #[test]

@@ -453,7 +453,7 @@ fn error_text(o: &mut String, c: &CommReport, mpi_library: &str) {
             "contention-free completion, uncalibrated"
         },
         if given {
-            "; then over the calls every rank timed, each predicted from when its ranks entered"
+            "; then over the calls every rank timed, each predicted from when its ranks entered, and the rank the model gets most wrong"
         } else {
             ""
         }
@@ -468,8 +468,8 @@ fn error_text(o: &mut String, c: &CommReport, mpi_library: &str) {
         "Error",
         if given {
             format!(
-                " {:>7} {:>12} {:>12} {:>8}",
-                "Calls", "Measured us", "Predicted us", "Error"
+                " {:>7} {:>12} {:>12} {:>8} {:>12}",
+                "Calls", "Measured us", "Predicted us", "Error", "Worst rank"
             )
         } else {
             String::new()
@@ -486,11 +486,13 @@ fn error_text(o: &mut String, c: &CommReport, mpi_library: &str) {
     for (label, t, p, g, _) in rows {
         let entries = match g {
             Some(g) => format!(
-                " {:>7} {:>12} {:>12} {:>8}",
+                " {:>7} {:>12} {:>12} {:>8} {:>12}",
                 g.calls,
                 us(g.measured_median_s),
                 us(g.predicted_median_s),
-                pct(g.error)
+                pct(g.error),
+                g.worst_rank
+                    .map_or_else(|| "-".to_string(), |(r, e)| format!("{r} {}", pct(Some(e))))
             ),
             None if given => format!(" {:>7}", "-"),
             None => String::new(),
@@ -1599,6 +1601,7 @@ mod tests {
                                 measured_median_s: 2.5e-5,
                                 predicted_median_s: 2e-5,
                                 error: Some(-0.2),
+                                worst_rank: Some((2, 0.4)),
                             }),
                             cpu_groups: None,
                             calls_after_other_size: 0,
@@ -1872,7 +1875,7 @@ mod tests {
         };
         assert_eq!(
             err("[512 B..<1 KiB]")[4..],
-            ["20.00", "24.00", "30.00", "+20%", "3", "25.00", "20.00", "-20%"],
+            ["20.00", "24.00", "30.00", "+20%", "3", "25.00", "20.00", "-20%", "2", "+40%"],
             "{t}"
         );
         assert_eq!(
@@ -1991,6 +1994,7 @@ mod tests {
             measured_median_s: measured,
             predicted_median_s: predicted,
             error: Some(predicted / measured - 1.0),
+            ..Default::default()
         };
         let class = &mut r.communicators[0].sites[0].size_classes[1];
         class.predicted_bytes = 1024;
@@ -2096,6 +2100,7 @@ mod tests {
                 measured_median_s: latest,
                 predicted_median_s: all,
                 error: Some(all / latest - 1.0),
+                ..Default::default()
             });
         };
         let note = "own time moved";
