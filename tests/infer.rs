@@ -242,6 +242,102 @@ fn a_slow_uplink_is_rated_on_the_uplink_not_on_a_host_link() {
     }
 }
 
+/// A [`SimProber`] whose first `slow` bandwidth transfers touching host `host` read 20 times
+/// slower: a busy moment that spoiled every transfer of one host in the map's stages.
+struct SlowFirstTransfers {
+    inner: SimProber,
+    host: usize,
+    slow: usize,
+}
+
+impl Prober for SlowFirstTransfers {
+    fn num_hosts(&self) -> usize {
+        self.inner.num_hosts()
+    }
+    fn host_name(&self, h: usize) -> &str {
+        self.inner.host_name(h)
+    }
+    fn ping_round(
+        &mut self,
+        pairs: &[(usize, usize)],
+        spec: &PingSpec,
+    ) -> Result<Vec<treecast::probe::PairMeasurement>, treecast::probe::ProbeError> {
+        self.inner.ping_round(pairs, spec)
+    }
+    fn bandwidth_round(
+        &mut self,
+        pairs: &[(usize, usize)],
+        bytes: u64,
+    ) -> Result<Vec<f64>, treecast::probe::ProbeError> {
+        let mut r = self.inner.bandwidth_round(pairs, bytes)?;
+        for (bw, &(a, b)) in r.iter_mut().zip(pairs) {
+            if (a == self.host || b == self.host) && self.slow > 0 {
+                self.slow -= 1;
+                *bw /= 20.0;
+            }
+        }
+        Ok(r)
+    }
+    fn stats(&self) -> &treecast::probe::ProbeStats {
+        self.inner.stats()
+    }
+}
+
+#[test]
+fn a_host_link_spoiled_in_the_map_is_measured_again() {
+    // The emulated 3x3 (10 Gbit/s host links, 300 Mbit/s uplinks). The first transfer of h004
+    // in the map's stages reads 20x slow; the host of that switch whose only transfer it was
+    // reads 20x below its siblings, is measured again, and every host link comes out at its
+    // speed. Where h004 really is that slow (every transfer it takes part in), the links it
+    // limits stay slow: a slow link reads slow again.
+    let t = treecast::topology::gen::Tree::emulated(3, 3).build().unwrap();
+    let opts = InferOptions {
+        bandwidth_bytes: Some(1 << 20),
+        ..InferOptions::default()
+    };
+    let host_links = |r: &treecast::infer::Inferred| -> Vec<(String, f64)> {
+        let inf = &r.topology;
+        inf.links()
+            .iter()
+            .filter_map(|l| {
+                let (a, b) = (inf.vertex(l.a), inf.vertex(l.b));
+                let host = [a, b].into_iter().find(|v| v.kind != VertexKind::Switch)?;
+                Some((host.name.clone(), l.ab.bandwidth_bps))
+            })
+            .collect()
+    };
+    let plain = run(&t, NoiseModel::default(), 1, opts.clone());
+    assert_eq!(
+        plain.bandwidth.as_ref().unwrap().rechecked,
+        0,
+        "nothing to recheck without noise"
+    );
+    let sim = SimProber::new(&t, NoiseModel::default(), 1).unwrap();
+    let host = (0..sim.num_hosts()).find(|&h| sim.host_name(h) == "h004").unwrap();
+    let mut p = SlowFirstTransfers {
+        inner: sim,
+        host,
+        slow: 1,
+    };
+    let r = infer(&mut p, &opts).unwrap();
+    assert!(r.bandwidth.as_ref().unwrap().rechecked >= 1, "{:?}", r.bandwidth);
+    for (name, bw) in host_links(&r) {
+        assert!((bw - 1.25e9).abs() < 1e-6 * 1.25e9, "{name}'s host link {bw} B/s");
+    }
+    let sim = SimProber::new(&t, NoiseModel::default(), 1).unwrap();
+    let mut p = SlowFirstTransfers {
+        inner: sim,
+        host,
+        slow: usize::MAX,
+    };
+    let r = infer(&mut p, &opts).unwrap();
+    let slow = host_links(&r).into_iter().find(|(n, _)| n == "h004").unwrap().1;
+    assert!(
+        (slow - 1.25e9 / 20.0).abs() < 1e-6 * 1.25e9,
+        "h004's host link {slow} B/s"
+    );
+}
+
 #[test]
 fn bandwidth_map_finds_link_speeds() {
     // 4 leaf switches x 4 hosts on 10 Gbit/s (1.25e9 B/s); uplinks 4:1 oversubscribed carry
