@@ -1135,7 +1135,9 @@ pub fn histogram_svg(title: &str, s: &SiteReport) -> String {
     let hi = bins.last().unwrap().1.log10();
     let span = (hi - lo).max(1e-9);
     let maxc = bins.iter().map(|b| b.2).max().unwrap_or(1) as f64;
-    let pw = w - ml - 20.0;
+    // 40 px right of the plot: a label centred on its right end (a decade, p99 beside the
+    // median) stays inside the chart.
+    let pw = w - ml - 40.0;
     let ph = h - mb - mt;
     let x = |t: f64| ml + (t.log10() - lo) / span * pw;
     for &(a, b, c) in bins {
@@ -1373,7 +1375,9 @@ pub fn gantt_svg(title: &str, sc: &SampleCall, hosts: &[String]) -> String {
         .iter()
         .flat_map(|r| [r.done_s, r.predicted_done_s.unwrap_or(0.0)])
         .fold(1e-9, f64::max);
-    let pw = w - ml - 20.0;
+    // 40 px right of the plot: with 20, a tick label centred near the last call's end ("1.23
+    // ms", about 40 px wide) ran into the last 6 columns in a CI run's render.
+    let pw = w - ml - 40.0;
     let x = |t: f64| ml + (t - tmin) / (tmax - tmin).max(1e-12) * pw;
     for (i, r) in sc.ranks.iter().enumerate() {
         let y0 = mt + i as f64 * row_h;
@@ -1481,6 +1485,53 @@ pub fn write_svgs(report: &ProfileReport, dir: &std::path::Path) -> std::io::Res
 mod tests {
     use super::super::report::*;
     use super::*;
+
+    /// How far right `svg`'s texts reach at most, estimating a glyph at 0.6 of the font size
+    /// (sans-serif digits and lower case are narrower).
+    fn rightmost_text(svg: &str) -> f64 {
+        let attr = |l: &str, name: &str| -> String {
+            let at = l.find(&format!("{name}=\"")).unwrap() + name.len() + 2;
+            l[at..].chars().take_while(|c| *c != '"').collect()
+        };
+        svg.lines()
+            .filter(|l| l.starts_with("<text"))
+            .map(|l| {
+                let x: f64 = attr(l, "x").parse().unwrap();
+                let size: f64 = attr(l, "font-size").parse().unwrap();
+                let body = &l[l.find('>').unwrap() + 1..l.rfind("</text>").unwrap()];
+                let width = 0.6 * size * body.chars().count() as f64;
+                match attr(l, "text-anchor").as_str() {
+                    "start" => x + width,
+                    "middle" => x + width / 2.0,
+                    _ => x,
+                }
+            })
+            .fold(0.0, f64::max)
+    }
+
+    #[test]
+    fn a_tick_label_at_the_gantt_charts_right_end_stays_inside() {
+        // The last call ends at 1.5 ms, a tick: its label is centred on the plot's right end.
+        // With 20 px right of the plot it reached into the last 6 columns (a CI run's render).
+        let rank = |r: u32, done: f64| RankTiming {
+            rank: r,
+            enter_s: 0.0,
+            done_s: done,
+            predicted_done_s: Some(done * 0.9),
+        };
+        let sc = SampleCall {
+            seq: 1,
+            root: 0,
+            bytes: 1 << 20,
+            algorithm: "binomial".into(),
+            ranks: vec![rank(0, 0.4e-3), rank(1, 1.5e-3)],
+            predicted_from_entries: true,
+        };
+        let svg = gantt_svg("t", &sc, &["a".into(), "b".into()]);
+        assert!(svg.contains(">1.5 ms<"), "{svg}");
+        let reach = rightmost_text(&svg);
+        assert!(reach <= 760.0 - 6.0, "a text reaches {reach:.1} of 760 px:\n{svg}");
+    }
 
     fn sample() -> ProfileReport {
         ProfileReport {
