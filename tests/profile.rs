@@ -815,6 +815,22 @@ fn predict_bench_output_is_what_the_tally_reads() {
             .unwrap_or_else(|| panic!("no row for {size} B in\n{tally_text}\nfrom\n{text}"));
         assert_eq!(row.matches("/1").count(), 3, "{row}");
     }
+    // Every size row ends with the rank the model gets most wrong (a rank of the 3 and its
+    // error), measured under mpirun from the job's own calls.
+    for k in 0..8 {
+        let size = (1024u64 << (2 * k)).to_string();
+        let row = text
+            .lines()
+            .find(|l| l.split_whitespace().next() == Some(size.as_str()))
+            .unwrap_or_else(|| panic!("no {size} B row in\n{text}"));
+        let t: Vec<&str> = row.split_whitespace().collect();
+        let (rank, err) = (t[t.len() - 2], t[t.len() - 1]);
+        assert!(rank.parse::<u32>().is_ok_and(|r| r < 3), "{row}");
+        assert!(
+            err.ends_with('%') && err[..err.len() - 1].parse::<i64>().is_ok(),
+            "{row}"
+        );
+    }
     assert!(tally_text.contains("cells within 25%: together "), "{tally_text}");
     assert!(tally_text.contains("/8, entries "), "{tally_text}");
     assert!(

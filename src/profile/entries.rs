@@ -101,12 +101,18 @@ pub fn given_entries<'a>(
 /// The rank whose median time in the call is predicted worst (`by_rank[r]`: rank `r`'s measured
 /// and predicted samples), with that error (`predicted / measured - 1` of its medians).
 fn worst_rank(by_rank: &[(Vec<f64>, Vec<f64>)]) -> Option<(u32, f64)> {
+    rank_medians(by_rank)
+        .filter_map(|(r, m, p)| relative_error(p, m).map(|e| (r, e)))
+        .max_by(|a, b| a.1.abs().total_cmp(&b.1.abs()))
+}
+
+/// Each rank with samples of both, and its measured and predicted median.
+fn rank_medians(by_rank: &[(Vec<f64>, Vec<f64>)]) -> impl Iterator<Item = (u32, f64, f64)> + '_ {
     by_rank
         .iter()
         .enumerate()
         .filter(|(_, (m, p))| !m.is_empty() && !p.is_empty())
-        .filter_map(|(r, (m, p))| relative_error(median(p), median(m)).map(|e| (r as u32, e)))
-        .max_by(|a, b| a.1.abs().total_cmp(&b.1.abs()))
+        .map(|(r, (m, p))| (r as u32, median(m), median(p)))
 }
 
 /// Each rank's median time in the call, measured and predicted (`by_rank[r]`: rank `r`'s
@@ -115,11 +121,8 @@ fn worst_rank(by_rank: &[(Vec<f64>, Vec<f64>)]) -> Option<(u32, f64)> {
 /// cores, 1 KiB: the root measured 4.6-5.5 us against 3.4-4.4 predicted, and the median over
 /// all ranks was the root's).
 fn per_rank_line(by_rank: &[(Vec<f64>, Vec<f64>)]) -> String {
-    by_rank
-        .iter()
-        .enumerate()
-        .filter(|(_, (m, p))| !m.is_empty() && !p.is_empty())
-        .map(|(r, (m, p))| format!("{r} {:.2}/{:.2}", median(m) * 1e6, median(p) * 1e6))
+    rank_medians(by_rank)
+        .map(|(r, m, p)| format!("{r} {:.2}/{:.2}", m * 1e6, p * 1e6))
         .collect::<Vec<String>>()
         .join(", ")
 }

@@ -965,16 +965,11 @@ fn all_pairs(run: &mut driver::Run, n: usize) -> Result<joining::Joined, InferEr
 /// The median length of the links between hosts and their neighbours in `t` (0 without hosts):
 /// the scale of [`InferOptions::resolution_of_host_link`].
 fn median_host_link(t: &tree::WorkTree) -> f64 {
-    let mut v: Vec<f64> = t
-        .hosts()
-        .filter_map(|h| t.vertex_of(h))
-        .filter_map(|v| t.neighbors(v).first().map(|&w| t.link_len(v, w)))
-        .collect();
-    if v.is_empty() {
-        return 0.0;
-    }
-    v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
+    joining::median_distance(
+        t.hosts()
+            .filter_map(|h| t.vertex_of(h))
+            .filter_map(|v| t.neighbors(v).first().map(|&w| t.link_len(v, w))),
+    )
 }
 
 /// Contract every switch-to-switch link of `t` shorter than `resolution` (shortest first; see
