@@ -23,7 +23,7 @@
 use super::mpi_prober::wait_yielding;
 use super::setup_cache::{self, Key, Shared};
 use crate::error::Result;
-use crate::estimate::bucket::{fit, probe_pairs, reads_below_map, LinkBucket, ProbePair, TokenBucket};
+use crate::estimate::bucket::{fit, probe_pairs, remeasured, LinkBucket, ProbePair, TokenBucket};
 use crate::estimate::send_buffer;
 use crate::exec::raw;
 use crate::topology::Topology;
@@ -88,15 +88,17 @@ pub unsafe fn measure(comm: MPI_Comm, rank: u32, topo: &Topology, shared: &Share
     };
     let mut out: Vec<LinkBucket> = Vec::new();
     let mut held: Vec<f64> = Vec::new();
-    let mut remeasured = 0usize;
+    let mut n_again = 0usize;
     for ((p, kept), &key) in pairs.iter().zip(kept).zip(&keys) {
         let reused = kept.is_some();
         let times = match kept {
             Some(t) => t,
             None => {
                 let first = probe(comm, rank, topo, p, &mut buf)?;
-                let (t, again) = checked(first, map_rate(topo, p), || probe(comm, rank, topo, p, &mut buf))?;
-                remeasured += again;
+                let (t, again) = remeasured(first, &SIZES, map_rate(topo, p), RECHECKS, || {
+                    probe(comm, rank, topo, p, &mut buf)
+                })?;
+                n_again += again;
                 setup_cache::keep(key, &t);
                 t
             }
@@ -131,7 +133,7 @@ pub unsafe fn measure(comm: MPI_Comm, rank: u32, topo: &Topology, shared: &Share
              in {:.0} ms, {} link directions with a token bucket, senders' transport holding {}",
             pairs.len(),
             n_kept,
-            remeasured,
+            n_again,
             (raw::wtime() - t0) * 1e3,
             out.len(),
             send_buffer_bytes.map_or("(unknown)".into(), |b| format!("{:.0} KB", b / 1e3))
@@ -144,7 +146,7 @@ pub unsafe fn measure(comm: MPI_Comm, rank: u32, topo: &Topology, shared: &Share
 }
 
 /// Times of a pair read below what the bandwidth map rates its path are measured again, at
-/// most this many times (each about 0.19 s on the emulated cluster).
+/// most this many times (each about 0.19 s on the emulated cluster; `remeasured`).
 const RECHECKS: usize = 2;
 
 /// The bandwidth map's rate of the slowest of `p`'s slow links.
@@ -153,28 +155,6 @@ fn map_rate(topo: &Topology, p: &ProbePair) -> f64 {
         .iter()
         .map(|&d| topo.dir_params(d).bandwidth_bps)
         .fold(f64::INFINITY, f64::min)
-}
-
-/// A pair's times `first` ([`probe`]'s layout), measured `again` while they read a sustained
-/// rate below what the map rates the path (`map_bps`, see [`reads_below_map`]), at most
-/// [`RECHECKS`] times; each size keeps its fastest time over the rounds, so a link that is
-/// truly slower than the map says stays slow. Returns the times and the rounds made again.
-/// Every rank holds the same broadcast times, so all decide alike (the rounds are collective).
-fn checked<E>(
-    mut times: Vec<f64>,
-    map_bps: f64,
-    mut again: impl FnMut() -> std::result::Result<Vec<f64>, E>,
-) -> std::result::Result<(Vec<f64>, usize), E> {
-    let acked = |t: &[f64]| -> Vec<(u64, f64)> { SIZES.iter().copied().zip(t.iter().copied()).collect() };
-    let mut rounds = 0;
-    while rounds < RECHECKS && reads_below_map(&acked(&times), map_bps) {
-        let more = again()?;
-        for (t, m) in times.iter_mut().zip(more) {
-            *t = t.min(m);
-        }
-        rounds += 1;
-    }
-    Ok((times, rounds))
 }
 
 /// Collective: pair `p` times [`SIZES`] while the others wait; every rank returns the
@@ -274,49 +254,4 @@ fn log_pair(
         },
         buffer.map_or("(unreadable)".into(), |b| format!("{:.0} KB", b / 1e3))
     );
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// Times of a pair over a 300 Mbit/s link with a 75 KB bucket (the emulated uplinks), the
-    /// sends' completions after them; `slow` stretches the 1 MiB transfer as a preempted
-    /// receiver does.
-    fn times(slow: f64) -> Vec<f64> {
-        let (rate, depth, fixed) = (37.5e6, 75e3, 200e-6);
-        let mut t: Vec<f64> = SIZES
-            .iter()
-            .map(|&s| fixed + (s as f64 - depth).max(0.0) / rate)
-            .collect();
-        *t.last_mut().unwrap() *= slow;
-        t.extend(t.clone());
-        t
-    }
-
-    #[test]
-    fn a_preempted_reading_is_measured_again_and_a_slow_link_stays_slow() {
-        let map = 40e6; // the map's 1 MiB rate, burst included
-        let mut calls = 0;
-        let (t, rounds) = checked::<()>(times(2.0), map, || {
-            calls += 1;
-            Ok(times(1.0))
-        })
-        .unwrap();
-        assert_eq!((rounds, calls), (1, 1));
-        assert_eq!(t, times(1.0));
-        let r = crate::estimate::bucket::sustained_reading(&SIZES.iter().copied().zip(t).collect::<Vec<_>>());
-        assert!((r.unwrap() / 37.5e6 - 1.0).abs() < 1e-9, "{r:?}");
-
-        // Agreeing with the map: not measured again.
-        let (_, rounds) = checked::<()>(times(1.0), map, || panic!("measured again")).unwrap();
-        assert_eq!(rounds, 0);
-
-        // A link slower than the map says, every time: RECHECKS rounds, then kept as read.
-        let (t, rounds) = checked::<()>(times(2.0), map, || Ok(times(2.0))).unwrap();
-        assert_eq!((rounds, t), (RECHECKS, times(2.0)));
-
-        // A round that fails fails the probe.
-        assert_eq!(checked(times(2.0), map, || Err("lost")), Err("lost"));
-    }
 }
