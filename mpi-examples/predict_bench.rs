@@ -105,11 +105,11 @@ fn main() {
     if let Some(p) = own_profile {
         let _ = std::fs::remove_file(p);
     }
-    let Some(site) = report
+    let Some((comm, site)) = report
         .communicators
         .iter()
-        .flat_map(|c| &c.sites)
-        .max_by_key(|s| s.calls)
+        .flat_map(|c| c.sites.iter().map(move |s| (c, s)))
+        .max_by_key(|(_, s)| s.calls)
     else {
         eprintln!("predict_bench: the profile has no call site");
         std::process::exit(2);
@@ -150,6 +150,7 @@ fn main() {
     let mut all_given = true;
     let mut moved = Vec::new();
     let mut placed = Vec::new();
+    let mut host_changed = Vec::new();
     for &bytes in &sizes {
         let Some(c) = site
             .size_classes
@@ -184,6 +185,10 @@ fn main() {
                 if let Some(drift) = g.moved(measured) {
                     let factor = drift_factor(drift);
                     moved.push(format!("{bytes} B {:+.0}% (x{factor:.2})", drift * 100.0));
+                }
+                let timed = comm.library_timing.iter().find(|t| t.bytes == bytes as u64);
+                if let Some(r) = timed.and_then(|t| t.host_change(g.measured_median_s)) {
+                    host_changed.push(format!("{bytes} B x{r:.2}"));
                 }
                 format!(
                     "{:>6} {:>14.1} {:>14.1} {:>9}  {:<10}  {:>10}",
@@ -223,6 +228,17 @@ fn main() {
     println!(
         "sizes whose calls ran mostly in another grouping of ranks by CPU than the set-up's: {}",
         listed(&placed)
+    );
+    // On one host, where the predictions reproduce the library's broadcasts timed at set-up:
+    // the sizes whose calls (those given entries) ran more than 25% slower or faster than
+    // those did (`LibraryTimingReport::host_change`, measured over set-up).
+    println!(
+        "sizes whose calls ran more than 25% slower or faster than the same broadcasts timed at set-up: {}",
+        if comm.library_timing.is_empty() {
+            "(none timed)".to_string()
+        } else {
+            listed(&host_changed)
+        }
     );
     let verdict = |b: bool| if b { "met" } else { "NOT met" };
     let span = match (sizes.first(), sizes.last()) {

@@ -800,6 +800,18 @@ fn predict_bench_output_is_what_the_tally_reads() {
         text.contains("another grouping of ranks by CPU than the set-up's: "),
         "{text}"
     );
+    let off_prefix = "sizes whose calls ran more than 25% slower or faster than the same broadcasts timed at set-up: ";
+    let off_line = text
+        .lines()
+        .find(|l| l.starts_with(off_prefix))
+        .unwrap_or_else(|| panic!("no line of sizes off the set-up's timing in\n{text}"))
+        .to_string();
+    // One host: the set-up timed the library's broadcasts, so the line lists sizes or none.
+    let listed = &off_line[off_prefix.len()..];
+    assert!(
+        listed == "none" || listed.split(", ").all(|x| x.contains(" B x")),
+        "{off_line}"
+    );
     let dir = std::env::temp_dir().join(format!("treecast-predict-tally-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let job = dir.join("job-1.txt");
@@ -837,6 +849,27 @@ fn predict_bench_output_is_what_the_tally_reads() {
         tally_text.contains("cells missed from the entries whose calls ran in another grouping"),
         "{tally_text}"
     );
+    assert!(
+        tally_text.contains("cells missed from the entries whose calls ran more than 25% off the set-up's timing"),
+        "{tally_text}"
+    );
+    // The tally's `off` column counts the sizes that line lists: with 1 KiB listed against
+    // none, the 1 KiB row differs in one count, 0 against 1.
+    let row_with = |listed: &str| {
+        std::fs::write(&job, text.replace(&off_line, &format!("{off_prefix}{listed}"))).unwrap();
+        let t = python_script("predict_stats_report.py", &job);
+        t.lines()
+            .find(|l| l.split_whitespace().next() == Some("1024"))
+            .unwrap_or_else(|| panic!("no 1 KiB row in\n{t}"))
+            .to_string()
+    };
+    let (none, listed) = (row_with("none"), row_with("1024 B x1.40"));
+    let changed: Vec<(&str, &str)> = none
+        .split_whitespace()
+        .zip(listed.split_whitespace())
+        .filter(|(a, b)| a != b)
+        .collect();
+    assert_eq!(changed, [("0", "1")], "{none}\n{listed}");
     // The tally takes each cell's verdict from the benchmark (decided on the exact error), not
     // from the rounded percentage: flipping the 1 KiB row's entries verdict (its second
     // yes/no; the worst-predicted rank follows it) flips its count.

@@ -182,19 +182,10 @@ fn host_change_notes(rows: &[ErrRow<'_>], c: &CommReport) -> String {
         let Some(t) = c.library_timing.iter().find(|t| t.bytes == *b) else {
             continue;
         };
-        let read: Vec<f64> = t
-            .pass_median_s
-            .iter()
-            .copied()
-            .filter(|x| x.is_finite() && *x > 0.0)
-            .collect();
-        if read.is_empty() {
+        let Some(ratio) = t.host_change(g.measured_median_s) else {
             continue;
-        }
-        let set_up = crate::estimate::calibrate::median(&read);
-        let ratio = g.measured_median_s / set_up;
-        let slower = ratio > 1.0 + spread && e < 0.0;
-        let faster = ratio < 1.0 / (1.0 + spread) && e > 0.0;
+        };
+        let (slower, faster) = (ratio > 1.0 && e < 0.0, ratio < 1.0 && e > 0.0);
         if !(slower || faster) {
             continue;
         }

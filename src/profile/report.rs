@@ -112,6 +112,29 @@ pub struct LibraryTimingReport {
     pub cpu_groups: Option<String>,
 }
 
+impl LibraryTimingReport {
+    /// How the job's calls of this size ran against these set-up readings: `measured /
+    /// set-up` (the median over the passes), where it lies outside 1 +- the passes' own spread
+    /// (`curve_fit::PASS_SPREAD`, 25%) either way; `None` inside it or without a reading. On
+    /// one host the predictions reproduce these readings, so beyond it the host ran the size at
+    /// another speed than when it was calibrated (`treecast report` notes the misses it
+    /// explains, `predict_bench` lists the sizes).
+    pub fn host_change(&self, measured_median_s: f64) -> Option<f64> {
+        let spread = crate::estimate::curve_fit::PASS_SPREAD;
+        let read: Vec<f64> = self
+            .pass_median_s
+            .iter()
+            .copied()
+            .filter(|x| x.is_finite() && *x > 0.0)
+            .collect();
+        if read.is_empty() || measured_median_s.is_nan() || measured_median_s <= 0.0 {
+            return None;
+        }
+        let ratio = measured_median_s / crate::estimate::calibrate::median(&read);
+        (!(1.0 / (1.0 + spread)..=1.0 + spread).contains(&ratio)).then_some(ratio)
+    }
+}
+
 /// A library broadcast of one size modelled as a shared-memory release (seconds).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct ReleaseReport {
@@ -602,6 +625,29 @@ impl ProfileReport {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_host_change_is_a_size_run_more_than_25_percent_off_its_set_up_timing() {
+        let t = LibraryTimingReport {
+            bytes: 65536,
+            pass_median_s: vec![17.0e-6, 19.0e-6, f64::NAN],
+            ..Default::default()
+        };
+        // Against the passes' median, 18 us: inside 1/1.25 .. 1.25, nothing.
+        assert_eq!(t.host_change(15.0e-6), None);
+        assert_eq!(t.host_change(22.0e-6), None);
+        let faster = t.host_change(11.7e-6).expect("faster");
+        assert!((faster - 0.65).abs() < 1e-12, "{faster}");
+        let slower = t.host_change(36.0e-6).expect("slower");
+        assert!((slower - 2.0).abs() < 1e-12, "{slower}");
+        // No reading, or no measurement: nothing to say.
+        let none = LibraryTimingReport {
+            pass_median_s: vec![f64::NAN, 0.0],
+            ..t.clone()
+        };
+        assert_eq!(none.host_change(11.7e-6), None);
+        assert_eq!(t.host_change(0.0), None);
+    }
 
     /// Reports go from rank to rank in postcard, a format without field names: every field
     /// must be written whether or not it holds a value. (With `skip_serializing_if` on
