@@ -230,10 +230,10 @@ fn main() {
         listed(&placed)
     );
     // On one host, where the predictions reproduce the library's broadcasts timed at set-up:
-    // the sizes whose calls (those given entries) ran more than 25% slower or faster than
-    // those did (`LibraryTimingReport::host_change`, measured over set-up).
+    // the sizes whose calls (those given entries) ran more than a factor of 1.25 slower or
+    // faster than those did (`LibraryTimingReport::host_change`, measured over set-up).
     println!(
-        "sizes whose calls ran more than 25% slower or faster than the same broadcasts timed at set-up: {}",
+        "sizes whose calls ran more than a factor of 1.25 off the same broadcasts timed at set-up: {}",
         if comm.library_timing.is_empty() {
             "(none timed)".to_string()
         } else {

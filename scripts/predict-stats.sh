@@ -12,7 +12,8 @@
 # (all ranks entering together, each call from its ranks' entries) and their errors, the jobs
 # whose own calls moved by more than a factor of 1.25 within the job, the jobs whose calls ran
 # mostly with other ranks sharing a CPU than the set-up's calls of the size ("placed"), those
-# whose calls ran more than 25% off the set-up's timing of the same broadcasts ("off"), the
+# whose calls ran more than a factor of 1.25 off the set-up's timing of the same broadcasts
+# ("off"), the
 # range of the measured medians over the jobs and how well the predictions follow it, and the
 # jobs that met the goal.
 #

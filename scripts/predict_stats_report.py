@@ -17,7 +17,7 @@ the line of sizes whose calls moved, the verdict line). Per message size it prin
   job-to-job variation alone lets any prediction go that does not follow it.
 - placed: jobs whose calls of the size ran mostly in another grouping of ranks by CPU than the
   set-up's calls of that size (where ranks outnumber cores the scheduler picks which share one).
-- off: jobs whose calls of the size ran more than 25% slower or faster than the set-up timed
+- off: jobs whose calls of the size ran more than a factor of 1.25 slower or faster than the set-up timed
   the same broadcasts (one host, where the predictions reproduce those timings).
 Then the jobs in which the goal was met (every size within 25%), both ways, and from the entries
 the jobs whose every miss is at a size that moved within the job; then how many of the cells
@@ -37,7 +37,7 @@ ROW = re.compile(
 )
 MOVED = re.compile(r"^sizes whose latest calls .*: (.*)$")
 PLACED = re.compile(r"^sizes whose calls ran mostly in another grouping .*?: (.*)$")
-OFF = re.compile(r"^sizes whose calls ran more than 25% slower or faster than .*?: (.*)$")
+OFF = re.compile(r"^sizes whose calls ran more than a factor of 1.25 off .*?: (.*)$")
 GOAL = 0.25
 
 
@@ -168,8 +168,9 @@ def main(paths):
         f"the set-up's: {sum(missed)}/{len(missed)}; jobs that missed only at such sizes: {by_cpus}/{n}"
     )
     print(
-        f"cells missed from the entries whose calls ran more than 25% off the set-up's timing of the "
-        f"same broadcasts: {sum(missed_off)}/{len(missed_off)}; jobs that missed only at such sizes: {by_host}/{n}"
+        f"cells missed from the entries whose calls ran more than a factor of 1.25 off the set-up's "
+        f"timing of the same broadcasts: {sum(missed_off)}/{len(missed_off)}; "
+        f"jobs that missed only at such sizes: {by_host}/{n}"
     )
     return 0
 

@@ -800,7 +800,7 @@ fn predict_bench_output_is_what_the_tally_reads() {
         text.contains("another grouping of ranks by CPU than the set-up's: "),
         "{text}"
     );
-    let off_prefix = "sizes whose calls ran more than 25% slower or faster than the same broadcasts timed at set-up: ";
+    let off_prefix = "sizes whose calls ran more than a factor of 1.25 off the same broadcasts timed at set-up: ";
     let off_line = text
         .lines()
         .find(|l| l.starts_with(off_prefix))
@@ -850,7 +850,9 @@ fn predict_bench_output_is_what_the_tally_reads() {
         "{tally_text}"
     );
     assert!(
-        tally_text.contains("cells missed from the entries whose calls ran more than 25% off the set-up's timing"),
+        tally_text.contains(
+            "cells missed from the entries whose calls ran more than a factor of 1.25 off the set-up's timing"
+        ),
         "{tally_text}"
     );
     // The tally's `off` column counts the sizes that line lists: with 1 KiB listed against

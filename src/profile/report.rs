@@ -114,8 +114,9 @@ pub struct LibraryTimingReport {
 
 impl LibraryTimingReport {
     /// How the job's calls of this size ran against these set-up readings: `measured /
-    /// set-up` (the median over the passes), where it lies outside 1 +- the passes' own spread
-    /// (`curve_fit::PASS_SPREAD`, 25%) either way; `None` inside it or without a reading. On
+    /// set-up` (the median over the passes), where it lies more than a factor of 1 + the
+    /// passes' own spread (`curve_fit::PASS_SPREAD`: 1.25) from 1 either way; `None` within
+    /// it or without a reading. On
     /// one host the predictions reproduce these readings, so beyond it the host ran the size at
     /// another speed than when it was calibrated (`treecast report` notes the misses it
     /// explains, `predict_bench` lists the sizes).
