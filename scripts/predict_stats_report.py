@@ -30,6 +30,7 @@ Standard library only, so it runs wherever python3 does. Exit code 1 when no fil
 import math
 import re
 import sys
+from collections import namedtuple
 
 ROW = re.compile(
     r"\s+(\d+)\s+\d+\s+([\d.]+)\s+([\d.]+|-)\s+([+-]\d+%|-)\s+(yes|no)\s+\d+\s+([\d.]+)\s+([\d.]+)\s+([+-]\d+%|-)"
@@ -39,6 +40,10 @@ MOVED = re.compile(r"^sizes whose latest calls .*: (.*)$")
 PLACED = re.compile(r"^sizes whose calls ran mostly in another grouping .*?: (.*)$")
 OFF = re.compile(r"^sizes whose calls ran more than a factor of 1.25 off .*?: (.*)$")
 GOAL = 0.25
+
+# One job: its rows by size, and the sets of sizes that moved, ran placed otherwise, ran off
+# the set-up's timing.
+Job = namedtuple("Job", "rows moved placed off")
 
 
 def within(cell, column):
@@ -97,7 +102,7 @@ def parse(path):
                 off = {int(x) for x in re.findall(r"(?:^|, )(\d+) B x", m.group(1))}
             if line.startswith("median prediction within 25%"):
                 verdict = line
-    return (rows, moved, placed, off) if verdict and rows else None
+    return Job(rows, moved, placed, off) if verdict and rows else None
 
 
 def span(errs):
@@ -115,21 +120,19 @@ def main(paths):
             jobs.append(r)
     if not jobs:
         return 1
-    sizes = sorted({s for rows, _, _, _ in jobs for s in rows})
+    sizes = sorted({s for j in jobs for s in j.rows})
     n = len(jobs)
     print(f"{n} jobs")
     print(
         f"{'size':>9}  {'together':<18} {'entries':<18} {'moved':>5} {'placed':>6} {'off':>4}  {'measured us (entries)':<24} {'r':>5}  best constant"
     )
     for s in sizes:
-        have = [rows[s] for rows, _, _, _ in jobs if s in rows]
+        have = [j.rows[s] for j in jobs if s in j.rows]
         tog = [h["together"] for h in have]
         ent = [h["entries"] for h in have]
         meas = [h["measured"] for h in have]
         pred = [h["predicted"] for h in have]
-        moved = sum(s in mv for rows, mv, _, _ in jobs if s in rows)
-        placed = sum(s in pl for rows, _, pl, _ in jobs if s in rows)
-        off = sum(s in of for rows, _, _, of in jobs if s in rows)
+        moved, placed, off = (sum(s in getattr(j, k) for j in jobs if s in j.rows) for k in ("moved", "placed", "off"))
         r = corr(meas, pred)
         print(
             f"{s:>9}  {sum(within(h, 'together') for h in have):>2}/{len(have):<2} {span(tog):<12} "
@@ -137,27 +140,26 @@ def main(paths):
             f"{min(meas):>9.1f} .. {max(meas):<11.1f} {'-' if r is None else f'{r:+.2f}':>5}  "
             f"{best_constant(meas)}/{len(have)}"
         )
-    cells = [(s, rows[s]) for rows, _, _, _ in jobs for s in rows]
+    cells = [(s, j.rows[s]) for j in jobs for s in j.rows]
     tog_cells = sum(within(c, "together") for _, c in cells)
     ent_cells = sum(within(c, "entries") for _, c in cells)
-    met_tog = sum(all(within(c, "together") for c in rows.values()) for rows, _, _, _ in jobs)
-    met_ent = sum(all(within(c, "entries") for c in rows.values()) for rows, _, _, _ in jobs)
+    met_tog = sum(all(within(c, "together") for c in j.rows.values()) for j in jobs)
+    met_ent = sum(all(within(c, "entries") for c in j.rows.values()) for j in jobs)
 
-    def explained_by(which):
+    def explained_by(field):
+        """Jobs that missed, every miss at a size in the job's set `field`."""
         return sum(
-            all(within(c, "entries") or s in which(job) for s, c in job[0].items())
-            and not all(within(c, "entries") for c in job[0].values())
-            for job in jobs
+            all(within(c, "entries") or s in getattr(j, field) for s, c in j.rows.items())
+            and not all(within(c, "entries") for c in j.rows.values())
+            for j in jobs
         )
 
-    def missed_at(which):
-        return [(s in which(job)) for job in jobs for s, c in job[0].items() if not within(c, "entries")]
+    def missed_at(field):
+        """For each cell missed from the entries, whether its size is in the job's set `field`."""
+        return [s in getattr(j, field) for j in jobs for s, c in j.rows.items() if not within(c, "entries")]
 
-    explained = explained_by(lambda job: job[1])
-    by_cpus = explained_by(lambda job: job[2])
-    by_host = explained_by(lambda job: job[3])
-    missed = missed_at(lambda job: job[2])
-    missed_off = missed_at(lambda job: job[3])
+    explained, by_cpus, by_host = (explained_by(f) for f in ("moved", "placed", "off"))
+    missed, missed_off = missed_at("placed"), missed_at("off")
     print(
         f"cells within 25%: together {tog_cells}/{len(cells)}, entries {ent_cells}/{len(cells)}; "
         f"goal met: together {met_tog}/{n}, entries {met_ent}/{n}; "
