@@ -13,9 +13,8 @@
 # whose own calls moved by more than a factor of 1.25 within the job, the jobs whose calls ran
 # mostly with other ranks sharing a CPU than the set-up's calls of the size ("placed"), those
 # whose calls ran more than a factor of 1.25 off the set-up's timing of the same broadcasts
-# ("off"), the
-# range of the measured medians over the jobs and how well the predictions follow it, and the
-# jobs that met the goal.
+# ("off"), the range of the measured medians over the jobs and how well the predictions follow
+# it, and the jobs that met the goal.
 #
 # Where: one host with N ranks (default 4) under Open MPI, or under MPICH with --mpich (PyPI's
 # wheel, as scripts/env.sh sets it up; built into target/mpich); --emulated SHAPE brings up the

@@ -17,8 +17,8 @@ the line of sizes whose calls moved, the verdict line). Per message size it prin
   job-to-job variation alone lets any prediction go that does not follow it.
 - placed: jobs whose calls of the size ran mostly in another grouping of ranks by CPU than the
   set-up's calls of that size (where ranks outnumber cores the scheduler picks which share one).
-- off: jobs whose calls of the size ran more than a factor of 1.25 slower or faster than the set-up timed
-  the same broadcasts (one host, where the predictions reproduce those timings).
+- off: jobs whose calls of the size ran more than a factor of 1.25 slower or faster than the
+  set-up timed the same broadcasts (one host, where the predictions reproduce those timings).
 Then the jobs in which the goal was met (every size within 25%), both ways, and from the entries
 the jobs whose every miss is at a size that moved within the job; then how many of the cells
 missed from the entries ran in another grouping than the set-up's, and the jobs whose every miss
@@ -132,7 +132,9 @@ def main(paths):
         ent = [h["entries"] for h in have]
         meas = [h["measured"] for h in have]
         pred = [h["predicted"] for h in have]
-        moved, placed, off = (sum(s in getattr(j, k) for j in jobs if s in j.rows) for k in ("moved", "placed", "off"))
+        moved, placed, off = (
+            sum(s in getattr(j, field) for j in jobs if s in j.rows) for field in ("moved", "placed", "off")
+        )
         r = corr(meas, pred)
         print(
             f"{s:>9}  {sum(within(h, 'together') for h in have):>2}/{len(have):<2} {span(tog):<12} "

@@ -116,10 +116,9 @@ impl LibraryTimingReport {
     /// How the job's calls of this size ran against these set-up readings: `measured /
     /// set-up` (the median over the passes), where it lies more than a factor of 1 + the
     /// passes' own spread (`curve_fit::PASS_SPREAD`: 1.25) from 1 either way; `None` within
-    /// it or without a reading. On
-    /// one host the predictions reproduce these readings, so beyond it the host ran the size at
-    /// another speed than when it was calibrated (`treecast report` notes the misses it
-    /// explains, `predict_bench` lists the sizes).
+    /// it or without a reading. On one host the predictions reproduce these readings, so
+    /// beyond it the host ran the size at another speed than when it was calibrated
+    /// (`treecast report` notes the misses it explains, `predict_bench` lists the sizes).
     pub fn host_change(&self, measured_median_s: f64) -> Option<f64> {
         let spread = crate::estimate::curve_fit::PASS_SPREAD;
         let read: Vec<f64> = self
@@ -628,7 +627,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_host_change_is_a_size_run_more_than_25_percent_off_its_set_up_timing() {
+    fn a_host_change_is_a_size_run_more_than_a_factor_of_1_25_off_its_set_up_timing() {
         let t = LibraryTimingReport {
             bytes: 65536,
             pass_median_s: vec![17.0e-6, 19.0e-6, f64::NAN],
