@@ -22,7 +22,13 @@ the line of sizes whose calls moved, the verdict line). Per message size it prin
 Then the jobs in which the goal was met (every size within 25%), both ways, and from the entries
 the jobs whose every miss is at a size that moved within the job; then how many of the cells
 missed from the entries ran in another grouping than the set-up's, and the jobs whose every miss
-did; the same for the sizes that ran off the set-up's timing.
+did; the same for the sizes that ran off the set-up's timing. Last, a what-if: each size's
+prediction from the entries rescaled by the median, over the job's other sizes, of their
+measured / predicted (leave-one-out, from the printed medians), the cells and jobs it would put
+within 25%: if a job's calls ran at one speed against its set-up across sizes, this would
+recover what the set-up missed; where it does no better, the misses are each size's own. The
+same again from the next smaller and larger size only, for a change that moves neighbouring
+sizes together (small messages under a CPU hog) but not all.
 
 Standard library only, so it runs wherever python3 does. Exit code 1 when no file held a result.
 """
@@ -73,6 +79,27 @@ def best_constant(measured):
         for p in (0.75 * m, 1.25 * m):
             best = max(best, sum(abs(p / x - 1) <= GOAL + 1e-9 for x in measured))
     return best
+
+
+def median(xs):
+    xs = sorted(xs)
+    k = len(xs) // 2
+    return xs[k] if len(xs) % 2 else (xs[k - 1] + xs[k]) / 2
+
+
+def rescaled_within(rows, neighbours=False):
+    """Per size of one job, whether its entries prediction, scaled by the median of the other
+    sizes' measured / predicted (with `neighbours`, of the next smaller and larger size's only),
+    lies within 25% of its measured median (`None`: no other size or no prediction)."""
+    sizes = sorted(s for s, r in rows.items() if r["predicted"] > 0)
+    ratios = [rows[s]["measured"] / rows[s]["predicted"] for s in sizes]
+    out = {s: None for s in rows}
+    for i, s in enumerate(sizes):
+        picked = (i - 1, i + 1) if neighbours else range(len(sizes))
+        others = [ratios[k] for k in picked if 0 <= k < len(sizes) and k != i]
+        if others and rows[s]["measured"] > 0:
+            out[s] = abs(rows[s]["predicted"] * median(others) / rows[s]["measured"] - 1) <= GOAL + 1e-9
+    return out
 
 
 def parse(path):
@@ -176,6 +203,15 @@ def main(paths):
         f"timing of the same broadcasts: {sum(missed_off)}/{len(missed_off)}; "
         f"jobs that missed only at such sizes: {by_host}/{n}"
     )
+    for neighbours, which in ((False, "the job's other sizes"), (True, "the next smaller and larger size")):
+        rescaled = [rescaled_within(j.rows, neighbours) for j in jobs]
+        told = [v for r in rescaled for v in r.values() if v is not None]
+        met_rescaled = sum(bool(r) and all(v for v in r.values()) for r in rescaled)
+        print(
+            f"what-if, each size's entries prediction rescaled by {which} "
+            f"(median measured / predicted, leave-one-out): cells within 25% {sum(told)}/{len(told)}, "
+            f"goal met {met_rescaled}/{n}"
+        )
     return 0
 
 

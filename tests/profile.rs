@@ -855,6 +855,15 @@ fn predict_bench_output_is_what_the_tally_reads() {
         ),
         "{tally_text}"
     );
+    // Both what-if lines rescale all 8 sizes of the one job.
+    let what_ifs: Vec<&str> = tally_text.lines().filter(|l| l.starts_with("what-if, ")).collect();
+    assert_eq!(what_ifs.len(), 2, "{tally_text}");
+    assert!(
+        what_ifs
+            .iter()
+            .all(|l| l.contains("/8, goal met ") && (l.ends_with(" 0/1") || l.ends_with(" 1/1"))),
+        "{tally_text}"
+    );
     // The tally's `off` column counts the sizes that line lists: with 1 KiB listed against
     // none, the 1 KiB row differs in one count, 0 against 1.
     let row_with = |listed: &str| {
@@ -906,6 +915,65 @@ fn predict_bench_output_is_what_the_tally_reads() {
         .unwrap_or_default();
     let expected = if verdict { "0/1" } else { "1/1" };
     assert_eq!(entries, expected, "{row}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The tally's what-if lines rescale each size's prediction from the entries by the job's
+/// other sizes, or by its neighbouring sizes (the median of their measured / predicted): a job
+/// predicted twice too slow at every size is put within 25% everywhere, one whose sizes are off
+/// by different factors is not, at the size that differs.
+#[test]
+fn the_tally_rescales_each_size_by_the_jobs_other_sizes() {
+    let dir = std::env::temp_dir().join(format!("treecast-rescaled-tally-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let job = dir.join("job-1.txt");
+    let text = |predicted: &[f64]| {
+        let row = |size: u64, predicted: f64| {
+            let err = format!("{:+.0}%", (predicted / 10.0 - 1.0) * 100.0);
+            format!("{size:>10}    200           10.0  {predicted:>13.1}  {err:>8}  no               64           10.0  {predicted:>13.1}  {err:>8}  no\n")
+        };
+        let rows: String = predicted
+            .iter()
+            .enumerate()
+            .map(|(k, &p)| row(1024 << (2 * k), p))
+            .collect();
+        format!("{rows}median prediction within 25% of the measured median, 1 KiB .. 16 MiB: NOT met (all ranks entering together), NOT met (each call from its ranks' entries)\n")
+    };
+    let what_if = |t: &str| {
+        t.lines()
+            .find(|l| l.starts_with("what-if, each size's entries prediction rescaled"))
+            .unwrap_or_else(|| panic!("no what-if line in\n{t}"))
+            .to_string()
+    };
+    std::fs::write(&job, text(&[20.0, 20.0, 20.0])).unwrap();
+    let line = what_if(&python_script("predict_stats_report.py", &job));
+    assert!(line.ends_with("cells within 25% 3/3, goal met 1/1"), "{line}");
+    // 16 KiB predicted 3x: scaled by the others' 0.5 it reads +50%; 1 KiB, scaled by the
+    // median of 0.5 and 1/3, -17%.
+    std::fs::write(&job, text(&[20.0, 20.0, 30.0])).unwrap();
+    let line = what_if(&python_script("predict_stats_report.py", &job));
+    assert!(line.ends_with("cells within 25% 2/3, goal met 0/1"), "{line}");
+    // Each size is left out of its own factor: 20 and 28 us against 10 scale by the other's
+    // 0.36 and 0.5 (-29%, +40%), where the median of both (0.43) would put both within.
+    std::fs::write(&job, text(&[20.0, 28.0])).unwrap();
+    let line = what_if(&python_script("predict_stats_report.py", &job));
+    assert!(line.ends_with("cells within 25% 0/2, goal met 0/1"), "{line}");
+    // Two small sizes predicted 2x and two large 3.2x: the job's other sizes fit none of them;
+    // the neighbours fit all but 16 KiB, whose smaller neighbour is of the other pair.
+    std::fs::write(&job, text(&[20.0, 20.0, 32.0, 32.0])).unwrap();
+    let tally = python_script("predict_stats_report.py", &job);
+    assert!(
+        what_if(&tally).ends_with("cells within 25% 0/4, goal met 0/1"),
+        "{tally}"
+    );
+    let by_neighbours = tally
+        .lines()
+        .find(|l| l.starts_with("what-if, each size's entries prediction rescaled by the next smaller and larger"))
+        .unwrap_or_else(|| panic!("no neighbours' what-if in\n{tally}"));
+    assert!(
+        by_neighbours.ends_with("cells within 25% 3/4, goal met 0/1"),
+        "{by_neighbours}"
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }
 
