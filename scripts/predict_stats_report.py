@@ -35,6 +35,7 @@ Standard library only, so it runs wherever python3 does. Exit code 1 when no fil
 
 import math
 import re
+import statistics
 import sys
 from collections import namedtuple
 
@@ -81,12 +82,6 @@ def best_constant(measured):
     return best
 
 
-def median(xs):
-    xs = sorted(xs)
-    k = len(xs) // 2
-    return xs[k] if len(xs) % 2 else (xs[k - 1] + xs[k]) / 2
-
-
 def rescaled_within(rows, neighbours=False):
     """Per size of one job, whether its entries prediction, scaled by the median of the other
     sizes' measured / predicted (with `neighbours`, of the next smaller and larger size's only),
@@ -98,7 +93,7 @@ def rescaled_within(rows, neighbours=False):
         picked = (i - 1, i + 1) if neighbours else range(len(sizes))
         others = [ratios[k] for k in picked if 0 <= k < len(sizes) and k != i]
         if others and rows[s]["measured"] > 0:
-            out[s] = abs(rows[s]["predicted"] * median(others) / rows[s]["measured"] - 1) <= GOAL + 1e-9
+            out[s] = abs(rows[s]["predicted"] * statistics.median(others) / rows[s]["measured"] - 1) <= GOAL + 1e-9
     return out
 
 
