@@ -240,6 +240,35 @@ fn main() {
             listed(&host_changed)
         }
     );
+    // What else ran on the ranks' machines while the job did (`treecast::profile::host_load`):
+    // a host shared with another program runs the calls at the scheduler's pace.
+    let shared: Vec<String> = comm
+        .host_load
+        .iter()
+        .filter(|l| l.shared())
+        .map(|l| {
+            format!(
+                "{} ({:.2} of {} CPUs, steal {:.2})",
+                l.hosts_label(),
+                l.other_cpus,
+                l.cpus,
+                l.steal_cpus
+            )
+        })
+        .collect();
+    let most = comm
+        .host_load
+        .iter()
+        .map(|l| l.other_cpus.max(l.steal_cpus))
+        .fold(0.0, f64::max);
+    println!(
+        "hosts shared with other programs while the job ran: {}",
+        match (shared.is_empty(), comm.host_load.is_empty()) {
+            (_, true) => "(not read)".to_string(),
+            (true, false) => format!("none (others at most {most:.2} CPU)"),
+            (false, false) => shared.join(", "),
+        }
+    );
     let verdict = |b: bool| if b { "met" } else { "NOT met" };
     let span = match (sizes.first(), sizes.last()) {
         (Some(&a), Some(&b)) if a != b => format!("{} .. {}", bytes_text(a), bytes_text(b)),

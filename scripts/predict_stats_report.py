@@ -22,7 +22,9 @@ the line of sizes whose calls moved, the verdict line). Per message size it prin
 Then the jobs in which the goal was met (every size within 25%), both ways, and from the entries
 the jobs whose every miss is at a size that moved within the job; then how many of the cells
 missed from the entries ran in another grouping than the set-up's, and the jobs whose every miss
-did; the same for the sizes that ran off the set-up's timing. Last, a what-if: each size's
+did; the same for the sizes that ran off the set-up's timing; then the jobs whose profile found
+a host shared with another program (its line "hosts shared with other programs", from
+`treecast::profile::host_load`), the misses in them, and the goal in the others. Last, a what-if: each size's
 prediction from the entries rescaled by the median, over the job's other sizes, of their
 measured / predicted (leave-one-out, from the printed medians), the cells and jobs it would put
 within 25%: if a job's calls ran at one speed against its set-up across sizes, this would
@@ -46,11 +48,12 @@ ROW = re.compile(
 MOVED = re.compile(r"^sizes whose latest calls .*: (.*)$")
 PLACED = re.compile(r"^sizes whose calls ran mostly in another grouping .*?: (.*)$")
 OFF = re.compile(r"^sizes whose calls ran more than a factor of 1.25 off .*?: (.*)$")
+SHARED = re.compile(r"^hosts shared with other programs while the job ran: (.*)$")
 GOAL = 0.25
 
 # One job: its rows by size, and the sets of sizes that moved, ran placed otherwise, ran off
-# the set-up's timing.
-Job = namedtuple("Job", "rows moved placed off")
+# the set-up's timing; and whether the profile found a host shared with another program.
+Job = namedtuple("Job", "rows moved placed off shared")
 
 
 def within(cell, column):
@@ -98,7 +101,7 @@ def rescaled_within(rows, neighbours=False):
 
 
 def parse(path):
-    rows, moved, placed, off, verdict = {}, set(), set(), set(), None
+    rows, moved, placed, off, shared, verdict = {}, set(), set(), set(), False, None
     with open(path, errors="replace") as f:
         for line in f:
             m = ROW.match(line)
@@ -122,9 +125,12 @@ def parse(path):
             m = OFF.match(line.strip())
             if m:
                 off = {int(x) for x in re.findall(r"(?:^|, )(\d+) B x", m.group(1))}
+            m = SHARED.match(line.strip())
+            if m:
+                shared = not m.group(1).startswith(("none", "(not read)"))
             if line.startswith("median prediction within 25%"):
                 verdict = line
-    return Job(rows, moved, placed, off) if verdict and rows else None
+    return Job(rows, moved, placed, off, shared) if verdict and rows else None
 
 
 def span(errs):
@@ -170,6 +176,9 @@ def main(paths):
     met_tog = sum(all(within(c, "together") for c in j.rows.values()) for j in jobs)
     met_ent = sum(all(within(c, "entries") for c in j.rows.values()) for j in jobs)
 
+    def met(j):
+        return all(within(c, "entries") for c in j.rows.values())
+
     def explained_by(field):
         """Jobs that missed, every miss at a size in the job's set `field`."""
         return sum(
@@ -197,6 +206,15 @@ def main(paths):
         f"cells missed from the entries whose calls ran more than a factor of 1.25 off the set-up's "
         f"timing of the same broadcasts: {sum(missed_off)}/{len(missed_off)}; "
         f"jobs that missed only at such sizes: {by_host}/{n}"
+    )
+    shared = [j for j in jobs if j.shared]
+    alone = [j for j in jobs if not j.shared]
+    missed_shared = [j.shared for j in jobs for c in j.rows.values() if not within(c, "entries")]
+    print(
+        f"jobs whose hosts the profile found shared with other programs (at least 0.2 CPU): "
+        f"{len(shared)}/{n}, goal met from the entries in {sum(met(j) for j in shared)} of them; "
+        f"cells missed from the entries in such jobs: {sum(missed_shared)}/{len(missed_shared)}; "
+        f"goal met in the other jobs: {sum(met(j) for j in alone)}/{len(alone)}"
     )
     for neighbours, which in ((False, "the job's other sizes"), (True, "the next smaller and larger size")):
         rescaled = [rescaled_within(j.rows, neighbours) for j in jobs]

@@ -812,6 +812,19 @@ fn predict_bench_output_is_what_the_tally_reads() {
         listed == "none" || listed.split(", ").all(|x| x.contains(" B x")),
         "{off_line}"
     );
+    // What else ran on the host (`profile::host_load`): none, the hosts shared, or not read
+    // where the window from set-up to gather was too short to say.
+    let shared_prefix = "hosts shared with other programs while the job ran: ";
+    let shared_line = text
+        .lines()
+        .find(|l| l.starts_with(shared_prefix))
+        .unwrap_or_else(|| panic!("no line of hosts shared in\n{text}"))
+        .to_string();
+    let said = &shared_line[shared_prefix.len()..];
+    assert!(
+        said == "(not read)" || said.starts_with("none (others at most ") || said.contains(" CPUs, steal "),
+        "{shared_line}"
+    );
     let dir = std::env::temp_dir().join(format!("treecast-predict-tally-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let job = dir.join("job-1.txt");
@@ -915,6 +928,24 @@ fn predict_bench_output_is_what_the_tally_reads() {
         .unwrap_or_default();
     let expected = if verdict { "0/1" } else { "1/1" };
     assert_eq!(entries, expected, "{row}");
+    // The tally counts a job whose hosts the profile found shared, and only such a job.
+    let shared_with = |said: &str| {
+        std::fs::write(&job, text.replace(&shared_line, &format!("{shared_prefix}{said}"))).unwrap();
+        let t = python_script("predict_stats_report.py", &job);
+        let line = t
+            .lines()
+            .find(|l| l.starts_with("jobs whose hosts the profile found shared"))
+            .unwrap_or_else(|| panic!("no line of shared jobs in\n{t}"))
+            .to_string();
+        line
+    };
+    let (alone, shared) = (
+        shared_with("none (others at most 0.01 CPU)"),
+        shared_with("vm (0.97 of 2 CPUs, steal 0.00)"),
+    );
+    assert!(alone.contains("(at least 0.2 CPU): 0/1, "), "{alone}");
+    assert!(shared.contains("(at least 0.2 CPU): 1/1, "), "{shared}");
+    assert!(shared.ends_with("goal met in the other jobs: 0/0"), "{shared}");
     let _ = std::fs::remove_dir_all(&dir);
 }
 

@@ -33,6 +33,8 @@ struct RankWire {
     /// use (`host::cpu_mask`): who shares CPUs with whom.
     boot_id: u64,
     cpus: Vec<u64>,
+    /// This rank's CPU readings at set-up and at the gather (`host_load`), where both read.
+    load: Option<(super::host_load::CpuSample, super::host_load::CpuSample)>,
 }
 
 fn processor_name() -> String {
@@ -226,6 +228,8 @@ fn by_name(sites: &super::SiteMap) -> Vec<(String, SiteStats)> {
 
 fn try_gather_comm(st: &mut dyn ProfiledComm) -> crate::error::Result<()> {
     let (comm, rank, size) = (st.comm(), st.rank(), st.size());
+    // The window's end before the gather's own traffic, as its start followed the set-up's.
+    let load = st.profile().setup_load.zip(super::host_load::sample());
     let end_offset = measure_offset(comm, rank, size, st.control_tag())?;
     let mut setup_offset = st.profile().setup_offset;
     let clock = super::clock::Clock::global();
@@ -267,6 +271,7 @@ fn try_gather_comm(st: &mut dyn ProfiledComm) -> crate::error::Result<()> {
         sites: by_name(&st.profile_mut().tally.sites(&line)),
         boot_id,
         cpus: crate::host::cpu_mask(),
+        load,
     };
     let bytes = postcard::to_stdvec(&wire)
         .map_err(|e| crate::error::Error::new(crate::error::ErrorKind::Other, e.to_string()))?;
@@ -576,6 +581,7 @@ fn merge(st: &dyn ProfiledComm, ranks: &[RankWire]) -> CommReport {
     let mut clocks: Vec<RankClock> = ranks.iter().map(|r| r.clock.clone()).collect();
     clocks.sort_by_key(|c| c.rank);
     let shared_cpus = shared_cpus(ranks.iter().map(|r| (r.boot_id, r.cpus.as_slice(), r.host.as_str())));
+    let host_load = host_load(ranks);
     CommReport {
         label: st.profile().label.clone(),
         size: st.size(),
@@ -589,7 +595,40 @@ fn merge(st: &dyn ProfiledComm, ranks: &[RankWire]) -> CommReport {
         send_buffer_bytes: st.send_buffer_bytes(),
         library_timing: setup_timing,
         message_overhead: st.message_overhead(),
+        host_load,
     }
+}
+
+/// Per kernel of the communicator's ranks (in order of its first rank), what else ran on it
+/// between the set-up and the gather (`host_load::load`); kernels whose ranks did not all
+/// read both ends, or unknown kernels, are left out.
+fn host_load(ranks: &[RankWire]) -> Vec<super::report::HostLoadReport> {
+    let mut by_rank: Vec<&RankWire> = ranks.iter().collect();
+    by_rank.sort_by_key(|r| r.rank);
+    let no_mask: &[u64] = &[1];
+    crate::host::kernel_groups(by_rank.iter().map(|r| (r.boot_id, no_mask)))
+        .into_iter()
+        .filter_map(|g| {
+            let members: Vec<&RankWire> = g.members.iter().map(|&i| by_rank[i]).collect();
+            let readings: Option<Vec<_>> = members.iter().map(|r| r.load).collect();
+            let l = super::host_load::load(&readings?)?;
+            let mut hosts: Vec<String> = Vec::new();
+            for r in &members {
+                if !hosts.contains(&r.host) {
+                    hosts.push(r.host.clone());
+                }
+            }
+            Some(super::report::HostLoadReport {
+                hosts,
+                ranks: members.len() as u32,
+                cpus: l.cpus,
+                window_s: l.window_s,
+                job_cpus: l.job_cpus,
+                other_cpus: l.other_cpus,
+                steal_cpus: l.steal_cpus,
+            })
+        })
+        .collect()
 }
 
 /// Kernels whose ranks (`(boot id, CPU mask, host name)`, one per rank) outnumber the CPUs

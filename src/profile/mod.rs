@@ -20,6 +20,7 @@ pub mod clock;
 pub mod entries;
 mod gather;
 pub mod hist;
+pub mod host_load;
 pub mod offset;
 pub mod placement;
 pub mod render;
@@ -211,6 +212,9 @@ pub struct CommProfile {
     pub gathered: bool,
     /// This rank's clock offset to rank 0 when profiling started (see [`offset`]).
     pub setup_offset: Option<offset::Offset>,
+    /// This rank's reading of its kernel's and its own CPU time before the set-up (see
+    /// [`host_load`]).
+    pub setup_load: Option<host_load::CpuSample>,
 }
 
 /// Start recording a call made from `site` (with `bytes`, `root`, sequence number `seq`):

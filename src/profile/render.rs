@@ -536,6 +536,7 @@ fn error_text(o: &mut String, c: &CommReport, mpi_library: &str) {
             sc.hosts.join(", ")
         );
     }
+    o.push_str(&host_load_notes(&c.host_load));
     if !c.library_timing.is_empty() {
         let _ = writeln!(o, "{}", library_timing_note(&c.library_timing));
     }
@@ -792,6 +793,31 @@ fn passes_note(passes: &[f64]) -> String {
         read.join(" and "),
         hi / lo
     )
+}
+
+/// Per kernel of the ranks, what else ran on it while the job did (`profile::host_load`): a
+/// host shared with another program runs the calls at the scheduler's pace, which no
+/// calibration at set-up follows, so the reader is told before reading the errors above as
+/// the model's.
+fn host_load_notes(loads: &[super::report::HostLoadReport]) -> String {
+    let mut o = String::new();
+    for l in loads {
+        let what = format!(
+            "other programs used {:.2} CPU of its {} in user time (this job's {} ranks {:.2}) and the \
+             hypervisor took {:.2}, over the {:.1} s from set-up to the gather",
+            l.other_cpus, l.cpus, l.ranks, l.job_cpus, l.steal_cpus, l.window_s
+        );
+        let verdict = if l.shared() {
+            "shared: the calls ran at the scheduler's pace, which predictions calibrated at set-up \
+             do not follow, so errors here say as much about the host as about the model"
+        } else if l.other_cpus >= crate::profile::host_load::SHARED_FROM_CPUS {
+            "they ran on CPUs the ranks left free"
+        } else {
+            "the job had it to itself"
+        };
+        let _ = writeln!(o, "  host load on {}: {what}: {verdict}", l.hosts_label());
+    }
+    o
 }
 
 /// How far apart the train's passes may read before the report says so ([`passes_note`]).
@@ -1536,6 +1562,7 @@ mod tests {
                 world_ranks: vec![0, 1],
                 clocks: Vec::new(),
                 shared_cpus: Vec::new(),
+                host_load: Vec::new(),
                 link_buckets: Vec::new(),
                 send_buffer_bytes: None,
                 library_timing: Vec::new(),
@@ -2400,6 +2427,47 @@ mod tests {
         );
         assert_eq!(roots_label(&[4]), "root 4");
         assert_eq!(roots_label(&[7, 5, 6, 5, 9]), "roots 5-7, 9");
+    }
+
+    /// What else ran on each kernel is stated, and a shared one is called so before the
+    /// errors are read as the model's; a profile without readings says nothing of it.
+    #[test]
+    fn a_host_shared_with_another_program_is_named() {
+        let mut r = sample();
+        assert!(!text(&r).contains("host load"), "{}", text(&r));
+        let quiet = crate::profile::report::HostLoadReport {
+            hosts: vec!["vm".into()],
+            ranks: 4,
+            cpus: 2,
+            window_s: 1.5,
+            job_cpus: 0.18,
+            other_cpus: 0.01,
+            steal_cpus: 0.0,
+        };
+        r.communicators[0].host_load = vec![quiet.clone()];
+        let t = text(&r);
+        assert!(
+            t.contains(
+                "host load on vm: other programs used 0.01 CPU of its 2 in user time (this job's 4 ranks \
+                 0.18) and the hypervisor took 0.00, over the 1.5 s from set-up to the gather: the job had \
+                 it to itself"
+            ),
+            "{t}"
+        );
+        r.communicators[0].host_load = vec![crate::profile::report::HostLoadReport {
+            other_cpus: 0.97,
+            ..quiet
+        }];
+        let t = text(&r);
+        assert!(t.contains("other programs used 0.97 CPU of its 2"), "{t}");
+        assert!(t.contains(": shared: the calls ran at the scheduler's pace"), "{t}");
+        assert!(!t.contains("the job had it to itself"), "{t}");
+        // Busy beside the ranks on CPUs of their own: said, and not called shared.
+        let h = &mut r.communicators[0].host_load[0];
+        (h.cpus, h.other_cpus) = (64, 8.0);
+        let t = text(&r);
+        assert!(t.contains("other programs used 8.00 CPU of its 64"), "{t}");
+        assert!(t.contains(": they ran on CPUs the ranks left free"), "{t}");
     }
 
     /// The overhead plans were made with is stated with its source, and what predictions

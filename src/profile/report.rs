@@ -61,6 +61,49 @@ pub struct CommReport {
     /// size runs from one job to the next.
     #[serde(default)]
     pub message_overhead: Option<MessageOverheadReport>,
+    /// Per kernel of the ranks, what else ran on it while the job did (`profile::host_load`);
+    /// empty where not read, or in profiles written before.
+    #[serde(default)]
+    pub host_load: Vec<HostLoadReport>,
+}
+
+/// What ran on one kernel (a machine, or the emulated hosts sharing one) between the
+/// communicator's set-up and its gather, in CPUs (CPU seconds per second).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct HostLoadReport {
+    /// The ranks' host names on the kernel.
+    pub hosts: Vec<String>,
+    pub ranks: u32,
+    /// CPUs online on the kernel.
+    pub cpus: u32,
+    pub window_s: f64,
+    /// User time of the job's ranks there.
+    pub job_cpus: f64,
+    /// User time of everything else there.
+    pub other_cpus: f64,
+    /// Time the hypervisor took from the kernel's CPUs.
+    pub steal_cpus: f64,
+}
+
+impl HostLoadReport {
+    /// Whether the ranks had to share their CPUs while the job ran: the hypervisor took at
+    /// least `host_load::SHARED_FROM_CPUS` of one, or other programs did and could not all
+    /// have run beside the ranks on CPUs of their own (ranks and their work outnumber the
+    /// CPUs). A node with idle cores running another program on them is not shared.
+    pub fn shared(&self) -> bool {
+        let from = crate::profile::host_load::SHARED_FROM_CPUS;
+        let crowded = f64::from(self.ranks) + self.other_cpus > f64::from(self.cpus);
+        (self.other_cpus >= from && crowded) || self.steal_cpus >= from
+    }
+
+    /// "h000 .. h008" or the one name: the kernel's hosts.
+    pub fn hosts_label(&self) -> String {
+        match &self.hosts[..] {
+            [] => "?".into(),
+            [one] => one.clone(),
+            [first, .., last] => format!("{first} .. {last}"),
+        }
+    }
 }
 
 /// Per-message overhead (LogP's o): what the planner charged each message, and what the
@@ -647,6 +690,55 @@ mod tests {
         };
         assert_eq!(none.host_change(11.7e-6), None);
         assert_eq!(t.host_change(0.0), None);
+    }
+
+    #[test]
+    fn a_host_is_shared_from_a_fifth_of_a_cpu_of_another_program_or_the_hypervisor() {
+        let l = HostLoadReport {
+            hosts: vec!["h000".into(), "h001".into(), "h002".into()],
+            ranks: 9,
+            cpus: 2,
+            window_s: 30.0,
+            job_cpus: 1.1,
+            other_cpus: 0.03,
+            steal_cpus: 0.0,
+        };
+        assert!(!l.shared());
+        assert_eq!(l.hosts_label(), "h000 .. h002");
+        assert!(HostLoadReport {
+            other_cpus: 0.2,
+            ..l.clone()
+        }
+        .shared());
+        assert!(HostLoadReport {
+            steal_cpus: 0.25,
+            ..l.clone()
+        }
+        .shared());
+        assert!(!HostLoadReport {
+            other_cpus: 0.19,
+            steal_cpus: 0.19,
+            ..l.clone()
+        }
+        .shared());
+        // 16 ranks on 64 CPUs beside a program busy on 8 of the others: not shared.
+        let wide = HostLoadReport {
+            ranks: 16,
+            cpus: 64,
+            other_cpus: 8.0,
+            ..l.clone()
+        };
+        assert!(!wide.shared());
+        assert!(HostLoadReport {
+            other_cpus: 48.5,
+            ..wide
+        }
+        .shared());
+        let one = HostLoadReport {
+            hosts: vec!["vm".into()],
+            ..l
+        };
+        assert_eq!(one.hosts_label(), "vm");
     }
 
     /// Reports go from rank to rank in postcard, a format without field names: every field

@@ -434,6 +434,9 @@ pub unsafe fn get_or_create(comm: MPI_Comm) -> Result<&'static Slot> {
 unsafe fn create(user: MPI_Comm) -> Result<CommState> {
     let cfg = config();
     let t0 = raw::wtime();
+    // The start of the window over which a profile says what else ran on the host: before
+    // the set-up, whose calibration a busy host disturbs as much as the job's calls.
+    let setup_load = crate::profile::host_load::sample();
     let dup = raw::comm_dup(user)?;
     let mut dup_guard = CommGuard(dup);
     raw::set_errors_return(dup)?;
@@ -451,6 +454,7 @@ unsafe fn create(user: MPI_Comm) -> Result<CommState> {
         // gathered): times in between are mapped with the drift (see `profile::offset`).
         // Every rank agreed that profiling is on, so all take part.
         profile.setup_offset = Some(crate::profile::measure_offset(dup, rank, size, codec.control_tag())?);
+        profile.setup_load = setup_load;
     }
     let comm = dup_guard.take();
     log::info!(
