@@ -298,6 +298,31 @@ fn a_link_only_one_host_witnesses_is_not_contracted_with_confidence() {
     );
 }
 
+/// Another probe of the same cluster, recorded by the clean-clone CI on 2026-12-04 (samples
+/// rounded to 4 digits; replays to the same tree): h000 is placed under the 2-host switch
+/// instead of under the core, at confidence 0.991. Its round trips read 34.6-35.5 us to h001
+/// and h002 and 35.0-39.3 to the 4-host switch's hosts; where it hangs, under the 2-host switch
+/// or above it, the branch of its path from h001's towards h003..h006 sits 13.1 or 18.9 us from
+/// h001 by the fitted links, and the readings give 15.1-18.7 (mean 16.9). The uplink above
+/// {h000, h001, h002} is weighed as a link (h001 and h002's 26 us against 35 us across carry
+/// it), but h000's place below it is no decision of the weighing, so its doubt is not reported.
+#[test]
+#[ignore = "known gap, not yet fixed: a host's place below a kept link is not weighed \
+            (docs/inference-log.md, 2026-12-04); run with --ignored to see it"]
+fn a_host_placed_below_a_switch_it_may_hang_above_is_not_confident() {
+    let dump = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/uneven-leaf-probe-2.json");
+    let (code, out, err) = treecast(&["infer", "--replay", dump.to_str().unwrap(), "--format", "groups"]);
+    assert_eq!(code, 0, "{err}");
+    let exact = out.lines().any(|l| l.trim() == "h003 h004 h005 h006") && out.lines().any(|l| l.trim() == "h001 h002");
+    let (code, json, err) = treecast(&["infer", "--replay", dump.to_str().unwrap()]);
+    assert_eq!(code, 0, "{err}");
+    let (_, confidence) = switches_and_confidence(&json);
+    assert!(
+        exact || confidence < 0.9,
+        "wrong tree at confidence {confidence}:\n{out}"
+    );
+}
+
 /// A start-up probe of the emulated three-level tree of `three_level_tree`
 /// (tests/emulated_cluster.rs: 2 pods x 2 leaf switches x 2 hosts, every switch link 2 extra
 /// bridges), recorded on 2026-12-02 (samples rounded to 4 digits; settings as a live job on
