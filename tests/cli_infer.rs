@@ -285,7 +285,15 @@ fn unusable_recorded_settings_are_named() {
 /// (`infer::joining::contracted_confidence`): 0.56 here.
 #[test]
 fn a_link_only_one_host_witnesses_is_not_contracted_with_confidence() {
-    let dump = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/uneven-leaf-probe.json");
+    uneven_leaf_replay_is_exact_or_unsure("uneven-leaf-probe.json");
+}
+
+/// Replays `tests/data/NAME`, a probe of `uneven_leaf_switches`' cluster: the leaf groups must
+/// come out exact, or the tree must claim a confidence below 0.9.
+fn uneven_leaf_replay_is_exact_or_unsure(name: &str) {
+    let dump = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data")
+        .join(name);
     let (code, out, err) = treecast(&["infer", "--replay", dump.to_str().unwrap(), "--format", "groups"]);
     assert_eq!(code, 0, "{err}");
     let exact = out.lines().any(|l| l.trim() == "h003 h004 h005 h006") && out.lines().any(|l| l.trim() == "h001 h002");
@@ -310,17 +318,7 @@ fn a_link_only_one_host_witnesses_is_not_contracted_with_confidence() {
 #[ignore = "known gap, not yet fixed: a host's place below a kept link is not weighed \
             (docs/inference-log.md, 2026-12-04); run with --ignored to see it"]
 fn a_host_placed_below_a_switch_it_may_hang_above_is_not_confident() {
-    let dump = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/uneven-leaf-probe-2.json");
-    let (code, out, err) = treecast(&["infer", "--replay", dump.to_str().unwrap(), "--format", "groups"]);
-    assert_eq!(code, 0, "{err}");
-    let exact = out.lines().any(|l| l.trim() == "h003 h004 h005 h006") && out.lines().any(|l| l.trim() == "h001 h002");
-    let (code, json, err) = treecast(&["infer", "--replay", dump.to_str().unwrap()]);
-    assert_eq!(code, 0, "{err}");
-    let (_, confidence) = switches_and_confidence(&json);
-    assert!(
-        exact || confidence < 0.9,
-        "wrong tree at confidence {confidence}:\n{out}"
-    );
+    uneven_leaf_replay_is_exact_or_unsure("uneven-leaf-probe-2.json");
 }
 
 /// A start-up probe of the emulated three-level tree of `three_level_tree`
