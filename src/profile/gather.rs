@@ -605,11 +605,16 @@ fn merge(st: &dyn ProfiledComm, ranks: &[RankWire]) -> CommReport {
 fn host_load(ranks: &[RankWire]) -> Vec<super::report::HostLoadReport> {
     let mut by_rank: Vec<&RankWire> = ranks.iter().collect();
     by_rank.sort_by_key(|r| r.rank);
-    let no_mask: &[u64] = &[1];
-    crate::host::kernel_groups(by_rank.iter().map(|r| (r.boot_id, no_mask)))
+    let mut kernels: Vec<(u64, Vec<&RankWire>)> = Vec::new();
+    for r in by_rank.into_iter().filter(|r| r.boot_id != 0) {
+        match kernels.iter_mut().find(|k| k.0 == r.boot_id) {
+            Some(k) => k.1.push(r),
+            None => kernels.push((r.boot_id, vec![r])),
+        }
+    }
+    kernels
         .into_iter()
-        .filter_map(|g| {
-            let members: Vec<&RankWire> = g.members.iter().map(|&i| by_rank[i]).collect();
+        .filter_map(|(_, members)| {
             let readings: Option<Vec<_>> = members.iter().map(|r| r.load).collect();
             let l = super::host_load::load(&readings?)?;
             let mut hosts: Vec<String> = Vec::new();

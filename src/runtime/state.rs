@@ -436,7 +436,11 @@ unsafe fn create(user: MPI_Comm) -> Result<CommState> {
     let t0 = raw::wtime();
     // The start of the window over which a profile says what else ran on the host: before
     // the set-up, whose calibration a busy host disturbs as much as the job's calls.
-    let setup_load = crate::profile::host_load::sample();
+    let setup_load = cfg
+        .profile_path
+        .is_some()
+        .then(crate::profile::host_load::sample)
+        .flatten();
     let dup = raw::comm_dup(user)?;
     let mut dup_guard = CommGuard(dup);
     raw::set_errors_return(dup)?;
